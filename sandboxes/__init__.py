@@ -1,0 +1,1 @@
+"""Sandboxed desktops and browsers: in-sandbox control server, providers, pool."""

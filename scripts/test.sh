@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run every test tier but `gpu`. Extra arguments go to pytest (e.g. -k hf, -m "not slow").
+# Under CI=true a desktop/docker test whose requirement is missing fails instead of skipping.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+"$VENV/bin/ruff" check vagen envs sandboxes worldgen tests || exit 1
+"$VENV/bin/python" -m pytest -m "not gpu" "$@"
+rc=$?
+if [ $rc -eq 5 ]; then
+  echo "test: no tests were collected for this selection"
+  rc=0
+fi
+exit $rc

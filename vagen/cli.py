@@ -1,0 +1,184 @@
+"""The `vagen` command line. Only commands that work are listed; later subsystems add theirs."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from vagen import __version__
+
+app = typer.Typer(help="VAGEN: train and evaluate vision-language-model agents with RL.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+config_app = typer.Typer(help="Show and check typed config presets (configs/<kind>/<name>.yaml).",
+                         no_args_is_help=True)
+models_app = typer.Typer(help="Build model checkpoints offline.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+app.add_typer(models_app, name="models")
+
+console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"vagen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at INFO level."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# -- config ----------------------------------------------------------------------
+@config_app.command("show")
+def config_show(
+    name: str = typer.Argument(..., help="Preset name (train/sokoban) or a path to a YAML file."),
+    overrides: list[str] | None = typer.Argument(None, help="Dotlist overrides: algo.advantage=grpo trainer.lr=1e-6"),
+) -> None:
+    """Print the resolved config (preset + overrides), validated; exits non-zero on any error."""
+    from vagen.config import ConfigError, load_config, to_yaml
+
+    try:
+        cfg = load_config(name, overrides or [])
+    except ConfigError as e:
+        _fail(str(e))
+    sys.stdout.write(to_yaml(cfg))
+
+
+@config_app.command("list")
+def config_list() -> None:
+    """List the available presets."""
+    from vagen.config import list_presets
+
+    for name, path in list_presets().items():
+        print(f"{name}\t{path}")
+
+
+# -- models ----------------------------------------------------------------------
+@models_app.command("tiny")
+def models_tiny(
+    out_dir: Path = typer.Argument(..., help="Directory to write the checkpoint to."),
+    arch: str = typer.Option("qwen2_5_vl", help="qwen2_5_vl or qwen3_vl."),
+    seed: int = typer.Option(0, help="Seed for the tokenizer corpus and the weights."),
+) -> None:
+    """Write a tiny random Qwen-VL checkpoint (tokenizer, processor, weights), offline."""
+    from vagen.models import ARCHES, build_tiny_model
+
+    if arch not in ARCHES:
+        _fail(f"unknown --arch {arch!r}; allowed: {', '.join(ARCHES)}")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        _fail(f"{out_dir} exists and is not empty")
+    with console.status(f"building tiny {arch} checkpoint"):
+        path = build_tiny_model(out_dir, arch=arch, seed=seed)  # type: ignore[arg-type]
+    meta = json.loads((path / "vagen_tiny.json").read_text())
+    print(f"wrote tiny {arch} ({meta['parameters']:,} parameters) to {path}")
+
+
+# -- chat ------------------------------------------------------------------------
+@app.command("chat")
+def chat(
+    prompt: str = typer.Argument(..., help="The user message."),
+    model: str = typer.Option("tiny", "--model", "-m", help="Policy spec: tiny, hf:<path>, openai:<model>, vllm:<path>, scripted:<name>."),
+    image: list[Path] | None = typer.Option(None, "--image", "-i", help="Image file(s) to attach, in order."),
+    base_url: str | None = typer.Option(None, help="Server URL for openai:<model> (default $OPENAI_BASE_URL)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Env var holding the API key for openai:<model>."),
+    max_tokens: int = typer.Option(64, min=1),
+    temperature: float = typer.Option(1.0, min=0.0),
+    top_p: float = typer.Option(1.0, min=0.0, max=1.0),
+    seed: int | None = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole Generation as JSON."),
+) -> None:
+    """Send one chat (text + images) to any policy and print the answer."""
+    from dataclasses import asdict
+
+    from PIL import Image, UnidentifiedImageError
+
+    from vagen.policy import PolicyError, SamplingParams, make_policy, parse_policy_spec
+
+    parts: list[dict] = []
+    for p in image or []:
+        try:
+            parts.append({"type": "image", "image": Image.open(p).convert("RGB")})
+        except (OSError, UnidentifiedImageError) as e:
+            _fail(f"cannot read image {p}: {e}")
+    parts.append({"type": "text", "text": prompt})
+    try:
+        backend, _ = parse_policy_spec(model)
+        opts = {"base_url": base_url, "api_key_env": api_key_env} if backend == "openai" else {}
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        with console.status(f"loading {model}"):
+            policy = make_policy(model, **opts)
+        with policy:
+            gen = policy.generate([[{"role": "user", "content": parts}]], sampling)[0]
+    except (ValueError, PolicyError) as e:
+        _fail(str(e))
+    print(json.dumps(asdict(gen)) if as_json else gen.text)
+
+
+# -- serve -----------------------------------------------------------------------
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("serve")
+def serve(
+    model: str = typer.Option("tiny", "--model", "-m", help="Policy spec to serve (tiny, hf:<path>, vllm:<path>, ...)."),
+    host: str = typer.Option("127.0.0.1", help="Bind address; loopback unless you also set an API key."),
+    port: int = typer.Option(8000, min=0, max=65535),
+    served_name: str | None = typer.Option(None, help="Model id clients send (default: the spec)."),
+    api_key_env: str = typer.Option("VAGEN_API_KEY", help="Env var whose value clients must send as a Bearer token."),
+    max_tokens_limit: int = typer.Option(1024, min=1, help="Largest max_tokens a request may ask for."),
+    device: str = typer.Option("auto", help="hf backend device: auto, cpu, cuda[:N]."),
+    dtype: str = typer.Option("auto", help="hf backend dtype: auto, float32, bfloat16, float16."),
+) -> None:
+    """Serve a policy behind an OpenAI-compatible /v1/chat/completions API."""
+    import uvicorn
+
+    from vagen.policy import PolicyError, make_policy, parse_policy_spec
+    from vagen.serve import create_app
+
+    api_key = os.environ.get(api_key_env) or None
+    if not _is_loopback(host) and api_key is None:
+        _fail(f"refusing to bind {host} without an API key: set ${api_key_env} or bind 127.0.0.1")
+    try:
+        backend, _ = parse_policy_spec(model)
+        opts = {"device": device, "dtype": dtype} if backend == "hf" else {}
+        with console.status(f"loading {model}"):
+            policy = make_policy(model, **opts)
+    except (ValueError, PolicyError, OSError) as e:
+        _fail(str(e))
+    name = served_name or model
+    console.print(f"serving {name!r} on http://{host}:{port}/v1 (auth: {'on' if api_key else 'off'})")
+    uvicorn.run(create_app(policy, name, api_key=api_key, max_tokens_limit=max_tokens_limit),
+                host=host, port=port, log_level="warning")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""The ``hf`` backend: a transformers vision-language model, batched, on CPU or GPU.
+
+The same object is the model an RL trainer will update: ``model`` is a plain
+``torch.nn.Module`` and ``policy_version`` is bumped by whoever changes its weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from vagen.policy.base import Chat, Generation, Policy, SamplingParams
+from vagen.policy.chat import normalize_chat
+
+logger = logging.getLogger(__name__)
+
+# Placeholders a sampler must never produce: no pixels stand behind them, so the next
+# forward pass over the conversation would fail.
+_VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str, device: str):
+    """``auto`` -> bfloat16 on GPU, float32 on CPU (CPU bf16 matmuls are slow and lossy)."""
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; allowed: auto, float32, bfloat16, float16") from None
+
+
+class HFPolicy(Policy):
+    """Generate with ``AutoModelForImageTextToText`` + ``AutoProcessor`` from a local dir.
+
+    Batches are left-padded; sampling ignores the checkpoint's own generation defaults
+    (a Qwen checkpoint ships top_k=1, temperature 0.1) so what you ask for is what runs.
+    """
+
+    def __init__(self, path: str | Path, device: str = "auto", dtype: str = "auto", max_batch_size: int = 16):
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        from vagen.models import resolve_model_path
+
+        self.path = resolve_model_path(str(path))
+        self.name = f"hf:{path}"
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.max_batch_size = max_batch_size
+        self.processor = AutoProcessor.from_pretrained(self.path)
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.model = AutoModelForImageTextToText.from_pretrained(self.path, dtype=self.dtype).to(self.device)
+        self.model.eval()
+        self.policy_version = 0
+        self._lock = threading.Lock()
+        vocab = self.tokenizer.get_vocab()
+        self.suppress_ids = sorted(vocab[t] for t in _VISION_TOKENS if t in vocab)
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if self.tokenizer.eos_token_id is not None:
+            eos.append(self.tokenizer.eos_token_id)
+        self.eos_ids = sorted(set(eos))
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.eos_ids[0]
+        self._torch = torch
+
+    # -- preparing inputs -------------------------------------------------------
+    def prompt_texts(self, chats: list[Chat]) -> tuple[list[str], list]:
+        """Chat-template each chat; return the prompt strings and all images in order."""
+        texts, images = [], []
+        for i, chat in enumerate(chats):
+            messages, imgs = normalize_chat(chat, i)
+            texts.append(self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+            images.extend(imgs)
+        return texts, images
+
+    def encode(self, chats: list[Chat]):
+        """Processor outputs (left-padded ids, attention mask, pixel values) for a batch."""
+        texts, images = self.prompt_texts(chats)
+        kwargs = {"text": texts, "padding": True, "padding_side": "left", "return_tensors": "pt"}
+        if images:
+            kwargs["images"] = images
+        return self.processor(**kwargs).to(self.device)
+
+    # -- generation ---------------------------------------------------------------
+    def generate(self, chats: list[Chat], sampling: SamplingParams | None = None) -> list[Generation]:
+        sampling = sampling or SamplingParams()
+        out: list[Generation] = []
+        with self._lock:
+            for start in range(0, len(chats), self.max_batch_size):
+                out.extend(self._generate_batch(chats[start:start + self.max_batch_size], sampling))
+        return out
+
+    def _generation_config(self, sampling: SamplingParams):
+        from transformers import GenerationConfig
+
+        greedy = sampling.temperature == 0
+        cfg = GenerationConfig(
+            max_new_tokens=sampling.max_tokens,
+            do_sample=not greedy,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            suppress_tokens=self.suppress_ids or None,
+            repetition_penalty=1.0,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+        if not greedy:
+            cfg.temperature = sampling.temperature
+            cfg.top_p = sampling.top_p
+            cfg.top_k = 0  # off: a checkpoint's default top_k must not truncate sampling
+        if sampling.stop:
+            cfg.stop_strings = list(sampling.stop)
+        return cfg
+
+    def _generate_batch(self, chats: list[Chat], sampling: SamplingParams) -> list[Generation]:
+        torch = self._torch
+        inputs = self.encode(chats)
+        prompt_len = inputs["input_ids"].shape[1]
+        kwargs = {"generation_config": self._generation_config(sampling)}
+        if sampling.stop:
+            kwargs["tokenizer"] = self.tokenizer
+        with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
+            with torch.inference_mode():
+                res = self.model.generate(**inputs, **kwargs)
+        new_tokens = res.sequences[:, prompt_len:].tolist()
+        logprobs = None
+        if sampling.logprobs and res.logits:
+            temp = sampling.temperature if sampling.temperature > 0 else 1.0
+            logits = torch.stack(res.logits, dim=1).float() / temp
+            chosen = res.sequences[:, prompt_len:prompt_len + logits.shape[1]]
+            logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1).tolist()
+        gens = []
+        for i, toks in enumerate(new_tokens):
+            n, finish, text = self._cut(toks, sampling.stop)
+            mask = inputs["attention_mask"][i].bool()
+            gens.append(Generation(
+                text=text,
+                token_ids=toks[:n],
+                logprobs=logprobs[i][:n] if logprobs is not None else None,
+                policy_version=self.policy_version,
+                finish_reason=finish,
+                prompt_token_ids=inputs["input_ids"][i][mask].tolist(),
+            ))
+        return gens
+
+    def _cut(self, toks: list[int], stop: tuple[str, ...]) -> tuple[int, str, str]:
+        """Where the completion ends: (number of tokens kept, finish reason, text)."""
+        eos = set(self.eos_ids)
+        n_eos = next((k + 1 for k, t in enumerate(toks) if t in eos), None)
+        limit = n_eos if n_eos is not None else len(toks)
+        decode = self._decode
+        if stop:
+            full = decode(toks[:limit])
+            hits = [(full.find(s), s) for s in stop if s in full]
+            if hits:
+                pos, s = min(hits)
+                # Smallest prefix whose text holds the stop string (containment is
+                # monotone in the prefix length, so bisect).
+                lo, hi = 1, limit
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if s in decode(toks[:mid]):
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                return lo, "stop", full[:pos]
+        if n_eos is not None:
+            return n_eos, "stop", decode(toks[:n_eos])
+        return len(toks), "length", decode(toks)
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def close(self) -> None:
+        self.model = None

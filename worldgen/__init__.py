@@ -1,0 +1,1 @@
+"""Synthetic GUI trajectories: scene specs, world models, planner, grounding, filters."""
