@@ -13,7 +13,7 @@ test: setup
 	bash scripts/test.sh
 
 lint: setup
-	.venv/bin/ruff check vagen envs sandboxes worldgen tests
+	.venv/bin/ruff check vagen envs sandboxes worldgen tests benchmarks
 
 clean:
 	rm -rf .venv .demo .pytest_cache .ruff_cache .hypothesis

@@ -1,5 +1,49 @@
 """Environments behind one gymnasium-based API (embodied/visual and GUI).
 
-Must never import `vagen`: the agent layer depends on envs, not the reverse.
-The env contract, registry and first envs arrive with the environment issue.
+``envs.make(name, **cfg)`` is the only constructor the rest of the code uses;
+``envs.list_envs()`` names what is registered. Must never import ``vagen``: the agent
+layer depends on envs, not the reverse.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from envs.base import EntitySpec, EnvInfraError, PromptPieces, StateSchema, VagenEnv
+
+__all__ = ["EntitySpec", "EnvInfraError", "PromptPieces", "StateSchema", "VagenEnv", "env_class",
+           "list_envs", "make", "register"]
+
+# name -> ("module:Class", one-line description). Classes are imported on first use so
+# `import envs` stays cheap and optional heavy dependencies load only when needed.
+_REGISTRY: dict[str, tuple[str, str]] = {}
+
+
+def register(name: str, entry_point: str, description: str) -> None:
+    """Register an env class under ``name`` (``entry_point`` = ``"module:Class"``)."""
+    _REGISTRY[name] = (entry_point, description)
+
+
+def list_envs() -> dict[str, str]:
+    """Registered env names and their one-line descriptions."""
+    return {name: desc for name, (_, desc) in sorted(_REGISTRY.items())}
+
+
+def env_class(name: str) -> type[VagenEnv]:
+    """The class registered under ``name``."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown env {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    module, _, cls = _REGISTRY[name][0].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make(name: str, **cfg: Any) -> VagenEnv:
+    """Construct env ``name`` with its keyword config; bad keys/values raise ValueError."""
+    return env_class(name)(**cfg)
+
+
+register("sokoban", "envs.sokoban.env:SokobanEnv",
+         "Sokoban: push every box onto a target (procedural, always-solvable levels)")
+register("frozenlake", "envs.frozenlake.env:FrozenLakeEnv",
+         "FrozenLake: reach the goal across the ice without falling into a hole")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: no GPU, no Docker, no downloads.
 # Today that is the most complete real pipeline that exists: build the tiny Qwen2.5-VL
-# offline, resolve the `vagen train osworld` config, serve the model behind the
-# OpenAI-compatible API and answer a chat with an image through the openai backend.
+# offline, resolve the `vagen train osworld` config, write Sokoban solver demonstrations
+# in the grounding+world-modeling format, serve the model behind the OpenAI-compatible
+# API and answer a chat with an image through the openai backend.
 # Its final target is `vagen train osworld` (tiny model, local sandbox, bundled tasks);
 # this script switches to it when that command exists.
 set -euo pipefail
@@ -18,13 +19,22 @@ if grep -qE '^\W+train\b' .demo/help.txt; then
   exec "$VAGEN" train osworld
 fi
 
-echo "== 1/4 tiny Qwen2.5-VL checkpoint (built offline once, cached)"
+echo "== 1/5 tiny Qwen2.5-VL checkpoint (built offline once, cached)"
 "$PY" -c "from vagen.models import tiny_model_path; print(tiny_model_path())"
 
-echo "== 2/4 resolved config for 'vagen train osworld' (typed, validated)"
+echo "== 2/5 resolved config for 'vagen train osworld' (typed, validated)"
 "$VAGEN" config show train/osworld trainer.steps=10
 
-echo "== 3/4 vagen serve --model tiny on loopback"
+echo "== 3/5 envs and solver demonstrations (SFT data with true observation/prediction beliefs)"
+"$VAGEN" envs
+"$VAGEN" demos sokoban --n 20 --out .demo/demos --format grounding_worldmodeling --representation structured
+"$PY" -c "
+import json
+s = json.loads(open('.demo/demos/samples.jsonl').readline())
+print('first assistant turn:', s['messages'][2]['content'])
+"
+
+echo "== 4/5 vagen serve --model tiny on loopback"
 port=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 "$VAGEN" serve --model tiny --host 127.0.0.1 --port "$port" > .demo/serve.log 2>&1 &
 server=$!
@@ -36,7 +46,7 @@ for _ in $(seq 1 120); do
 done
 curl -fsS "http://127.0.0.1:$port/v1/models"; echo
 
-echo "== 4/4 a chat with an image through the openai backend"
+echo "== 5/5 a chat with an image through the openai backend"
 "$PY" - <<'PYEOF'
 from PIL import Image, ImageDraw
 img = Image.new("RGB", (160, 120), (240, 240, 240))

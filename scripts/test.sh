@@ -5,7 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$VENV/bin/ruff" check vagen envs sandboxes worldgen tests || exit 1
+"$VENV/bin/ruff" check vagen envs sandboxes worldgen tests benchmarks || exit 1
 "$VENV/bin/python" -m pytest -m "not gpu" "$@"
 rc=$?
 if [ $rc -eq 5 ]; then

@@ -91,6 +91,54 @@ def models_tiny(
     print(f"wrote tiny {arch} ({meta['parameters']:,} parameters) to {path}")
 
 
+# -- envs and demonstrations -------------------------------------------------------
+@app.command("envs")
+def envs_list() -> None:
+    """List the registered environments."""
+    import envs as envs_pkg
+
+    for name, desc in envs_pkg.list_envs().items():
+        print(f"{name:<14} {desc}")
+
+
+def _env_overrides(items: list[str]) -> dict:
+    from vagen.config import ConfigError
+    from vagen.config.loader import parse_override
+
+    out = {}
+    for item in items:
+        try:
+            path, value = parse_override(item)
+        except ConfigError as e:
+            _fail(str(e))
+        if len(path) != 1:
+            _fail(f"env option {item!r} must be a plain key=value")
+        out[path[0]] = value
+    return out
+
+
+@app.command("demos")
+def demos(
+    env: str = typer.Argument(..., help="Env name (see `vagen envs`)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (samples.jsonl, images/, manifest.json)."),
+    n: int = typer.Option(100, "--n", min=1, help="Number of trajectories."),
+    fmt: str = typer.Option("grounding_worldmodeling", "--format", help="Reasoning format."),
+    representation: str = typer.Option("structured", help="Belief representation: natural, symbolic, structured."),
+    seed_start: int = typer.Option(0, help="First seed; trajectories use seed_start .. seed_start+n-1."),
+    options: list[str] | None = typer.Argument(None, help="Env options as key=value, e.g. dim_room=[6,6] observation=text"),
+) -> None:
+    """Write solver demonstrations as chat-format SFT samples (JSONL + PNG)."""
+    from vagen.demos import write_demos
+
+    env_cfg = _env_overrides(options or [])
+    try:
+        summary = write_demos(env, n, out, format=fmt, representation=representation, env_config=env_cfg,
+                              seed_start=seed_start)
+    except ValueError as e:
+        _fail(str(e))
+    print(json.dumps(summary))
+
+
 # -- chat ------------------------------------------------------------------------
 @app.command("chat")
 def chat(

@@ -117,3 +117,14 @@ def test_cli_show_misspelled_key_fails_naming_it():
     r = run_cli("config", "show", "train/sokoban", "trainer.lrr=1e-6")
     assert r.returncode != 0
     assert "trainer.lrr" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("name", sorted(n for n in list_presets() if n.startswith("train/")))
+def test_train_presets_build_their_env_when_registered(name):
+    import envs
+
+    cfg = load_config(name)
+    if cfg.env.name not in envs.list_envs():
+        pytest.skip(f"env {cfg.env.name!r} is not registered yet")
+    env = envs.make(cfg.env.name, **cfg.env.params)
+    env.reset(seed=0)

@@ -1,6 +1,6 @@
 import pytest
 
-from vagen.policy import SamplingParams, make_policy, parse_policy_spec
+from vagen.policy import PolicyRequestError, SamplingParams, make_policy, parse_policy_spec
 from vagen.policy.scripted import scripted_names
 
 
@@ -41,14 +41,14 @@ def test_scripted_noop_random_and_import_path():
     assert a == b and set(a) == {"Up", "Down", "Left"}
     gen = make_policy("scripted:tests.policy.test_scripted_and_spec:echo_last").generate(chats[:1], SamplingParams())[0]
     assert gen.text == "echo: x" and gen.token_ids == [] and gen.logprobs is None
-    assert {"noop", "random"} <= set(scripted_names())
+    assert {"noop", "random", "oracle"} <= set(scripted_names())
 
 
 def test_scripted_errors():
     with pytest.raises(ValueError, match="registered"):
         make_policy("scripted:nonexistent")
-    with pytest.raises(ValueError, match="needs answers"):
-        make_policy("scripted:random")
+    with pytest.raises(PolicyRequestError, match="oracle_context"):
+        make_policy("scripted:random").generate([[{"role": "user", "content": "x"}]])
     with pytest.raises(ValueError, match="cannot import"):
         make_policy("scripted:no.such.module:fn")
 

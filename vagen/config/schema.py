@@ -58,9 +58,21 @@ class PromptConfig(Section):
     format: Literal["free_think", "no_think", "grounding", "worldmodeling", "grounding_worldmodeling"] = (
         "grounding_worldmodeling"
     )
+    representation: Literal["natural", "symbolic", "structured"] = "structured"
     history: Literal["full", "last_k", "none"] = "full"
     history_k: int = Field(4, ge=1)
     max_images: int = Field(4, ge=0)
+
+
+class RewardConfig(Section):
+    """Agent-layer rewards added to the env's own (see vagen.prompts.AgentEnv)."""
+
+    format_reward: float = 0.5
+    format_penalty: float = Field(0.0, le=0.0)
+    execute_on_bad_format: bool = True
+    wm_observation_weight: float = Field(0.5, ge=0.0)
+    wm_prediction_weight: float = Field(0.5, ge=0.0)
+    wm_matcher: Literal["rule", "judge"] = "rule"
 
 
 class RolloutConfig(Section):
@@ -128,6 +140,7 @@ class TrainConfig(Section):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     prompt: PromptConfig = Field(default_factory=PromptConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)

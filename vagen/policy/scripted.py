@@ -64,12 +64,28 @@ def _noop(text: str = "") -> ScriptFn:
 
 
 def _random(answers: Sequence[str] = (), seed: int = 0) -> ScriptFn:
-    if not answers:
-        raise ValueError("scripted:random needs answers=[...] to choose from")
     rng = random.Random(seed)
-    choices = list(answers)
-    return lambda chat: rng.choice(choices)
+    if answers:
+        choices = list(answers)
+        return lambda chat: rng.choice(choices)
+
+    def env_random(chat: Chat) -> str:
+        from vagen.prompts.oracle import find_context, random_response
+
+        return random_response(find_context(chat), rng)
+
+    return env_random
+
+
+def _oracle() -> ScriptFn:
+    def oracle(chat: Chat) -> str:
+        from vagen.prompts.oracle import find_context, oracle_response
+
+        return oracle_response(find_context(chat))
+
+    return oracle
 
 
 register_scripted("noop", _noop, "always answers the same text (default: empty)")
-register_scripted("random", _random, "answers uniformly at random from a given list (seeded)")
+register_scripted("random", _random, "random env actions in a valid format, or a random pick from answers=[...]")
+register_scripted("oracle", _oracle, "the env's solver, answering in the reasoning format with true beliefs")
