@@ -137,3 +137,13 @@ def test_custom_prompt_file(tmp_path):
 ])
 def test_parse_judge_answer(answer, expected):
     assert parse_judge_answer(answer) == expected
+
+
+def test_judge_runs_on_the_real_tiny_model(tiny_policy):
+    """Through a real transformers model the judge prompt fits and gibberish is a parse error."""
+    judge = LLMJudge(tiny_policy)
+    verdicts = judge.judge([item('{"player": [2, 3]}'), item("the player is lost")])
+    assert len(verdicts) == 2
+    for v in verdicts:
+        assert 0.0 <= v.score <= 1.0
+        assert v.parse_error or v.answer is not None
