@@ -24,6 +24,8 @@ class ModelConfig(Section):
     path: str = "tiny"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")
+    lora_rank: int = Field(0, ge=0)
+    lora_alpha: int | None = Field(None, ge=1)
 
 
 class SamplingConfig(Section):
@@ -87,17 +89,28 @@ class RolloutConfig(Section):
 class AlgoConfig(Section):
     """Advantage estimator, filtering and loss (see vagen/algos once it lands)."""
 
-    advantage: Literal["grpo", "rloo", "gae", "bilevel_gae", "gigpo"] = "grpo"
+    advantage: Literal["grpo", "rloo", "reinforce_pp", "gae", "turn_gae", "bilevel_gae", "gigpo"] = "grpo"
+    norm_by_std: bool = True
     gamma: float = Field(1.0, ge=0.0, le=1.0)
     lam: float = Field(1.0, ge=0.0, le=1.0)
+    gamma_token: float = Field(1.0, ge=0.0, le=1.0)
+    lam_token: float = Field(1.0, ge=0.0, le=1.0)
+    gigpo_omega: float = Field(1.0, ge=0.0)
+    gigpo_gamma: float = Field(0.95, ge=0.0, le=1.0)
     clip_ratio_low: float = Field(0.2, gt=0.0)
     clip_ratio_high: float = Field(0.28, gt=0.0)
+    dual_clip: float | None = Field(None, gt=1.0)
     kl_coef: float = Field(0.0, ge=0.0)
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    kl_in_reward: bool = False
     entropy_coef: float = Field(0.0, ge=0.0)
-    loss_agg: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"
+    loss_agg: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = (
+        "token-mean")
     filter: Literal["none", "starpo_s", "zero_variance"] = "starpo_s"
+    filter_mode: Literal["top_fraction", "top_p"] = "top_fraction"
     filter_keep_ratio: float = Field(0.25, gt=0.0, le=1.0)
+    value_coef: float = Field(0.5, ge=0.0)
+    critic_lr: float = Field(1e-5, gt=0.0)
 
 
 class TrainerConfig(Section):
@@ -105,15 +118,26 @@ class TrainerConfig(Section):
 
     steps: int = Field(100, ge=1)
     lr: float = Field(1e-6, gt=0.0)
+    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
     weight_decay: float = Field(0.0, ge=0.0)
     grad_clip: float = Field(1.0, gt=0.0)
     ppo_epochs: int = Field(1, ge=1)
+    mini_batch_size: int = Field(64, ge=1)
     micro_batch_size: int = Field(8, ge=1)
-    rollout_mode: Literal["sync", "async"] = "sync"
+    sample_mode: Literal["turn", "trajectory"] = "turn"
+    old_logprobs: Literal["recompute", "rollout"] = "recompute"
+    rollout_mode: Literal["sync"] = "sync"
     seed: int = 0
     out_dir: str = "runs/${env.name}"
+    resume: str = "never"
     log_every: int = Field(1, ge=1)
     save_every: int = Field(50, ge=0)
+    keep_checkpoints: int = Field(2, ge=1)
+    val_every: int = Field(0, ge=0)
+    val_episodes: int = Field(64, ge=1)
+    val_seed_start: int = Field(1_000_000, ge=0)
+    tensorboard: bool = True
 
 
 class SandboxConfig(Section):
@@ -130,6 +154,25 @@ class SandboxConfig(Section):
         if self.provider == "remote" and not self.urls:
             raise ValueError("sandbox.provider=remote needs sandbox.urls")
         return self
+
+
+class SFTConfig(Section):
+    """`vagen sft`: supervised fine-tuning on chat-format demonstrations."""
+
+    data: str
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
+    out_dir: str = "runs/sft"
+    steps: int = Field(300, ge=1)
+    batch_size: int = Field(16, ge=1)
+    lr: float = Field(1e-3, gt=0.0)
+    lr_schedule: Literal["constant", "cosine", "linear"] = "cosine"
+    warmup_steps: int = Field(10, ge=0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    grad_clip: float = Field(1.0, gt=0.0)
+    max_length: int = Field(4096, ge=16)
+    seed: int = 0
+    log_every: int = Field(10, ge=1)
 
 
 class TrainConfig(Section):
@@ -161,4 +204,4 @@ class ServeConfig(Section):
 
 
 #: Config kinds by the folder their presets live in under configs/.
-KINDS: dict[str, type[Section]] = {"train": TrainConfig, "serve": ServeConfig}
+KINDS: dict[str, type[Section]] = {"train": TrainConfig, "serve": ServeConfig, "sft": SFTConfig}

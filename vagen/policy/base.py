@@ -89,6 +89,16 @@ class Generation:
     prompt_token_ids: list[int] | None = None
 
 
+@dataclass
+class TokenContext:
+    """A prompt given as exact token ids plus the images its image placeholders stand for
+    (in order). Multi-turn rollouts build these incrementally so every token the policy
+    saw is kept exactly, never re-tokenized."""
+
+    input_ids: list[int]
+    images: list[Any] = field(default_factory=list)
+
+
 class Policy(abc.ABC):
     """A model that answers chats. Subclasses set ``name`` and implement ``generate``."""
 

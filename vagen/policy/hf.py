@@ -10,7 +10,7 @@ import logging
 import threading
 from pathlib import Path
 
-from vagen.policy.base import Chat, Generation, Policy, SamplingParams
+from vagen.policy.base import Chat, Generation, Policy, SamplingParams, TokenContext
 from vagen.policy.chat import normalize_chat
 
 logger = logging.getLogger(__name__)
@@ -94,13 +94,52 @@ class HFPolicy(Policy):
             kwargs["images"] = images
         return self.processor(**kwargs).to(self.device)
 
+    def image_inputs(self, images: list) -> dict:
+        """``pixel_values`` / ``image_grid_thw`` for images, exactly as the processor makes them."""
+        from vagen.policy.chat import load_image
+
+        if not images:
+            return {}
+        out = self.processor.image_processor(images=[load_image(i) for i in images], return_tensors="pt")
+        return {k: v for k, v in out.items() if k in ("pixel_values", "image_grid_thw")}
+
+    def encode_ids(self, contexts: list[TokenContext]):
+        """Left-padded batch from exact token contexts (+ their images' pixel values)."""
+        torch = self._torch
+        width = max(len(c.input_ids) for c in contexts)
+        ids = torch.full((len(contexts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(contexts), width), dtype=torch.long)
+        for i, c in enumerate(contexts):
+            ids[i, width - len(c.input_ids):] = torch.tensor(c.input_ids, dtype=torch.long)
+            mask[i, width - len(c.input_ids):] = 1
+        batch = {"input_ids": ids, "attention_mask": mask,
+                 **self.image_inputs([img for c in contexts for img in c.images])}
+        batch.update(self.mm_token_type_ids(ids))
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def mm_token_type_ids(self, input_ids) -> dict:
+        """Qwen-VL forwards want ``mm_token_type_ids`` (1 on image tokens) with pixels."""
+        if "mm_token_type_ids" not in getattr(self.processor, "model_input_names", []):
+            return {}
+        image_id = getattr(self.model.config, "image_token_id", None)
+        return {"mm_token_type_ids": (input_ids == image_id).long()} if image_id is not None else {}
+
     # -- generation ---------------------------------------------------------------
     def generate(self, chats: list[Chat], sampling: SamplingParams | None = None) -> list[Generation]:
         sampling = sampling or SamplingParams()
         out: list[Generation] = []
         with self._lock:
             for start in range(0, len(chats), self.max_batch_size):
-                out.extend(self._generate_batch(chats[start:start + self.max_batch_size], sampling))
+                out.extend(self._run(self.encode(chats[start:start + self.max_batch_size]), sampling))
+        return out
+
+    def generate_ids(self, contexts: list[TokenContext], sampling: SamplingParams | None = None) -> list[Generation]:
+        """Generate from exact token contexts (multi-turn rollouts); same outputs as ``generate``."""
+        sampling = sampling or SamplingParams()
+        out: list[Generation] = []
+        with self._lock:
+            for start in range(0, len(contexts), self.max_batch_size):
+                out.extend(self._run(self.encode_ids(contexts[start:start + self.max_batch_size]), sampling))
         return out
 
     def _generation_config(self, sampling: SamplingParams):
@@ -125,9 +164,10 @@ class HFPolicy(Policy):
             cfg.stop_strings = list(sampling.stop)
         return cfg
 
-    def _generate_batch(self, chats: list[Chat], sampling: SamplingParams) -> list[Generation]:
+    def _run(self, inputs, sampling: SamplingParams) -> list[Generation]:
         torch = self._torch
-        inputs = self.encode(chats)
+        was_training = self.model.training
+        self.model.eval()
         prompt_len = inputs["input_ids"].shape[1]
         kwargs = {"generation_config": self._generation_config(sampling)}
         if sampling.stop:
@@ -137,6 +177,8 @@ class HFPolicy(Policy):
                 torch.manual_seed(sampling.seed)
             with torch.inference_mode():
                 res = self.model.generate(**inputs, **kwargs)
+        if was_training:
+            self.model.train()
         new_tokens = res.sequences[:, prompt_len:].tolist()
         logprobs = None
         if sampling.logprobs and res.logits:

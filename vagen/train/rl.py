@@ -1,0 +1,293 @@
+"""The RL trainer: rollouts -> filter -> advantages -> PPO update, one step per call.
+
+``RLTrainer.train_step`` is the whole algorithm on one screen; everything it calls is a
+small component (rollout manager, context builder, ``vagen.algos`` estimators and
+losses, checkpoint and metrics helpers).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import envs
+from vagen import algos
+from vagen.config.schema import TrainConfig
+from vagen.policy.base import SamplingParams
+from vagen.policy.hf import HFPolicy
+from vagen.prompts.agent_env import AgentConfig, AgentEnv
+from vagen.rollout import ContextBuilder, RolloutLimits, RolloutManager, Sample, Trajectory
+from vagen.train import checkpoint
+from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
+from vagen.train.batch import collate
+from vagen.train.metrics import MetricsLogger
+from vagen.train.model import apply_lora, forward_logprobs, make_critic, make_reference
+
+logger = logging.getLogger(__name__)
+
+
+def lr_lambda(schedule: str, warmup: int, total: int):
+    """Multiplier for the base LR at optimizer step ``s`` (linear warm-up, then the schedule)."""
+
+    def f(s: int) -> float:
+        if warmup and s < warmup:
+            return (s + 1) / warmup
+        progress = min(1.0, (s - warmup) / max(1, total - warmup))
+        if schedule == "cosine":
+            return 0.5 * (1 + math.cos(math.pi * progress))
+        if schedule == "linear":
+            return 1.0 - progress
+        return 1.0
+
+    return f
+
+
+def agent_config(cfg) -> AgentConfig:
+    r = cfg.reward
+    return AgentConfig(format=cfg.prompt.format, representation=cfg.prompt.representation,
+                       format_reward=r.format_reward, format_penalty=r.format_penalty,
+                       execute_on_bad_format=r.execute_on_bad_format, observation_weight=r.wm_observation_weight,
+                       prediction_weight=r.wm_prediction_weight)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class RLTrainer:
+    """Owns the policy, optional critic/reference, optimizers, rollouts and the run dir."""
+
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
+        t, a = cfg.trainer, cfg.algo
+        if needs_critic(a.advantage) and t.sample_mode == "trajectory" and cfg.prompt.history != "full":
+            raise ValueError("trainer.sample_mode=trajectory needs prompt.history=full")
+        seed_everything(t.seed)
+        self.run_dir = Path(t.out_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(_yaml(cfg))
+        self.policy = HFPolicy(cfg.model.path, device=cfg.model.device, dtype=cfg.model.dtype)
+        if cfg.model.lora_rank:
+            self.policy.model = apply_lora(self.policy.model, cfg.model.lora_rank, cfg.model.lora_alpha)
+        self.actor = self.policy.model
+        self.builder = ContextBuilder(self.policy.processor, history=cfg.prompt.history,
+                                      history_k=cfg.prompt.history_k,
+                                      max_images=cfg.prompt.max_images if cfg.prompt.max_images else None)
+        acfg = agent_config(cfg)
+        self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **cfg.env.params), acfg)
+        limits = RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
+        self.rollouts = RolloutManager(self.make_env, self.policy, self.builder, limits)
+        self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
+        self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
+        self.opt = torch.optim.AdamW([p for p in self.actor.parameters() if p.requires_grad], lr=t.lr,
+                                    weight_decay=t.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(t.lr_schedule, t.warmup_steps, t.steps))
+        self.critic_opt = (torch.optim.AdamW(self.critic.parameters(), lr=a.critic_lr) if self.critic else None)
+        self.step = 0
+        self.metrics = MetricsLogger(self.run_dir, cfg.model_dump(mode="json"), tensorboard=t.tensorboard)
+        if t.resume != "never":
+            self._resume(t.resume)
+
+    # -- one training step ----------------------------------------------------------------
+    def train_step(self) -> dict[str, Any]:
+        c, a, t0 = self.cfg, self.cfg.algo, time.perf_counter()
+        seeds = [c.trainer.seed * 1_000_003 + self.step * c.rollout.groups + g for g in range(c.rollout.groups)]
+        trajs, metrics = self.rollouts.collect(seeds, c.rollout.group_size, self.sampling(),
+                                               sample_seed=c.trainer.seed * 7919 + self.step)
+        trajs = [tr for tr in trajs if not tr.dropped and tr.turns]
+        trajs, filter_metrics = self.filter(trajs)                       # StarPO-S / zero-variance
+        samples = self.samples(trajs)                                    # exact ids, per turn or per trajectory
+        old_lp, ref_lp, values = self.score(samples)                     # no-grad forwards
+        advantages, returns, adv_metrics = compute_advantages(a, trajs, samples, values)
+        update_metrics = self.update(samples, advantages, returns, old_lp, ref_lp)
+        self.policy.policy_version += 1                                  # in-process weights: synced
+        return {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
+                "lr": self.sched.get_last_lr()[0], "time/step_s": time.perf_counter() - t0}
+
+    # -- components ---------------------------------------------------------------------------
+    def sampling(self, greedy: bool = False) -> SamplingParams:
+        s = self.cfg.sampling
+        return SamplingParams(temperature=0.0 if greedy else s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                              stop=tuple(s.stop))
+
+    def filter(self, trajs: list[Trajectory]) -> tuple[list[Trajectory], dict[str, float]]:
+        a = self.cfg.algo
+        if a.filter == "none" or not trajs:
+            return trajs, {"filter/kept_fraction": 1.0}
+        scores, groups = trajectory_scores(trajs)
+        if a.filter == "starpo_s":
+            keep, m = algos.starpo_s(scores, groups, keep_ratio=a.filter_keep_ratio, mode=a.filter_mode)
+        else:
+            keep, m = algos.drop_zero_variance(scores, groups)
+        kept = [tr for tr, k in zip(trajs, keep.tolist(), strict=True) if k]
+        return kept, {f"filter/{k}": float(v) for k, v in m.items()}
+
+    def samples(self, trajs: list[Trajectory]) -> list[Sample]:
+        if self.cfg.trainer.sample_mode == "trajectory":
+            return [self.builder.trajectory_sample(tr) for tr in trajs]
+        return [s for tr in trajs for s in self.builder.turn_samples(tr)]
+
+    def _batches(self, samples: list[Sample], size: int):
+        for i in range(0, len(samples), size):
+            yield samples[i:i + size]
+
+    @torch.no_grad()
+    def score(self, samples: list[Sample]):
+        """Old-policy and reference log-probs and critic values for every sample."""
+        temp = self.cfg.sampling.temperature or 1.0
+        old, ref, vals = [], [], []
+        recompute = self.cfg.trainer.old_logprobs == "recompute"
+        self.actor.eval()
+        for mb in self._batches(samples, self.cfg.trainer.micro_batch_size):
+            batch = collate(mb, self.policy)
+            lens = [len(s.input_ids) for s in mb]
+            if recompute:
+                lp, _ = forward_logprobs(self.actor, batch, temp)
+                old += [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
+            else:
+                old += [list(s.old_logprobs) for s in mb]
+            if self.ref is not None:
+                lp, _ = forward_logprobs(self.ref, batch, temp)
+                ref += [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
+            if self.critic is not None:
+                v = self.critic(batch)
+                vals += [row[:n].tolist() for row, n in zip(v, lens, strict=True)]
+        return old, (ref or None), (vals or None)
+
+    def update(self, samples, advantages, returns, old_lp, ref_lp) -> dict[str, float]:
+        """PPO epochs over shuffled mini-batches with gradient accumulation over micro-batches."""
+        c, a = self.cfg.trainer, self.cfg.algo
+        temp = self.cfg.sampling.temperature or 1.0
+        gen = torch.Generator().manual_seed(c.seed * 104_729 + self.step)
+        stats: dict[str, list[float]] = {}
+        skipped = 0
+        self.actor.train()
+        for _ in range(c.ppo_epochs):
+            order = torch.randperm(len(samples), generator=gen).tolist()
+            for start in range(0, len(order), c.mini_batch_size):
+                idx = order[start:start + c.mini_batch_size]
+                total_tokens = sum(sum(samples[i].loss_mask) for i in idx) or 1
+                self.opt.zero_grad(set_to_none=True)
+                if self.critic_opt:
+                    self.critic_opt.zero_grad(set_to_none=True)
+                for m_start in range(0, len(idx), c.micro_batch_size):
+                    mi = idx[m_start:m_start + c.micro_batch_size]
+                    extra = {"advantages": [advantages[i] for i in mi], "old": [old_lp[i] for i in mi]}
+                    if returns is not None:
+                        extra["returns"] = [returns[i] for i in mi]
+                    if ref_lp is not None:
+                        extra["ref"] = [ref_lp[i] for i in mi]
+                    batch = collate([samples[i] for i in mi], self.policy, extra)
+                    mask = batch["loss_mask"]
+                    # Weight each micro-batch by its share of the mini-batch (tokens or sequences).
+                    share = (float(mask.sum()) / total_tokens if a.loss_agg == "token-mean" else len(mi) / len(idx))
+                    lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
+                    loss, pm = algos.ppo_clip_loss(lp, batch["old"], batch["advantages"], mask, clip_low=a.clip_ratio_low,
+                                                   clip_high=a.clip_ratio_high, dual_clip=a.dual_clip, agg=a.loss_agg)
+                    entropy = algos.aggregate(ent, mask, a.loss_agg)
+                    total = loss - a.entropy_coef * entropy
+                    if self.ref is not None:
+                        kl = algos.aggregate(algos.kl_penalty(lp, batch["ref"], a.kl_estimator), mask, a.loss_agg)
+                        total = total + a.kl_coef * kl
+                        stats.setdefault("actor/kl", []).append(float(kl))
+                    if self.critic is not None:
+                        v = self.critic(batch)
+                        vloss = 0.5 * (((v - batch["returns"]) ** 2) * mask).sum() / mask.sum().clamp(min=1)
+                        total = total + a.value_coef * vloss
+                        stats.setdefault("loss/value", []).append(float(vloss))
+                    (total * share).backward()
+                    stats.setdefault("loss/policy", []).append(float(loss))
+                    stats.setdefault("loss", []).append(float(total))
+                    stats.setdefault("actor/entropy", []).append(float(entropy))
+                    for k, v in pm.items():
+                        stats.setdefault(f"actor/{k}", []).append(float(v))
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip)
+                if self.critic is not None:
+                    torch.nn.utils.clip_grad_norm_(self.critic.parameters(), c.grad_clip)
+                if not torch.isfinite(grad_norm):
+                    skipped += 1  # a non-finite gradient would poison the weights: skip this update
+                    continue
+                self.opt.step()
+                if self.critic_opt:
+                    self.critic_opt.step()
+                stats.setdefault("actor/grad_norm", []).append(float(grad_norm))
+        self.sched.step()
+        out = {k: float(np.mean(v)) for k, v in stats.items()}
+        out["train/skipped_nonfinite"] = float(skipped)
+        out["train/samples"] = float(len(samples))
+        return out
+
+    # -- evaluation -------------------------------------------------------------------------
+    def evaluate(self, episodes: int, greedy: bool, seed_start: int | None = None, chunk: int = 128) -> float:
+        """Success rate on held-out seeds (one episode per seed)."""
+        start = self.cfg.trainer.val_seed_start if seed_start is None else seed_start
+        wins = 0
+        for lo in range(0, episodes, chunk):
+            seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
+            trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo)
+            wins += sum(tr.success for tr in trajs if not tr.dropped)
+        return wins / episodes
+
+    # -- run loop, checkpoints ---------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        c = self.cfg.trainer
+        t0 = time.perf_counter()
+        while self.step < c.steps:
+            self.step += 1
+            m = self.train_step()
+            if c.val_every and (self.step % c.val_every == 0 or self.step == c.steps):
+                m["val/success_sampled"] = self.evaluate(c.val_episodes, greedy=False)
+                m["val/success_greedy"] = self.evaluate(c.val_episodes, greedy=True)
+            if self.step % c.log_every == 0 or self.step == c.steps:
+                self.metrics.log(self.step, m)
+                logger.info("step %d success %.3f return %.3f loss %.4f", self.step, m.get("success", 0.0),
+                            m.get("return", 0.0), m.get("loss", float("nan")))
+            if (c.save_every and self.step % c.save_every == 0) or self.step == c.steps:
+                self.save()
+        summary = {"steps": self.step, "wall_s": time.perf_counter() - t0, "run_dir": str(self.run_dir)}
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        self.metrics.close()
+        return summary
+
+    def _modules(self) -> tuple[dict, dict]:
+        modules: dict[str, torch.nn.Module] = {"actor": self.actor}
+        stateful: dict[str, Any] = {"opt": self.opt, "sched": self.sched}
+        if self.critic is not None:
+            modules["critic"] = self.critic
+            stateful["critic_opt"] = self.critic_opt
+        return modules, stateful
+
+    def save(self) -> Path:
+        modules, stateful = self._modules()
+        return checkpoint.save_checkpoint(self.run_dir / "checkpoints", self.step, modules, stateful,
+                                          {"policy_version": self.policy.policy_version},
+                                          hf_model=self.actor, processor=self.policy.processor,
+                                          keep_last=self.cfg.trainer.keep_checkpoints)
+
+    def _resume(self, how: str) -> None:
+        path = checkpoint.latest_checkpoint(self.run_dir / "checkpoints") if how == "auto" else Path(how)
+        if path is None:
+            logger.info("resume=auto: no checkpoint in %s, starting fresh", self.run_dir)
+            return
+        modules, stateful = self._modules()
+        state = checkpoint.load_checkpoint(path, modules, stateful)
+        self.step = int(state["step"])
+        self.policy.policy_version = int(state["policy_version"])
+        self.metrics.truncate_after(self.step)
+        logger.info("resumed from %s at step %d", path, self.step)
+
+
+def _yaml(cfg: TrainConfig) -> str:
+    from vagen.config import to_yaml
+
+    return to_yaml(cfg)
