@@ -87,10 +87,14 @@ class GridEnv(VagenEnv):
 
     symbol_legend: ClassVar[str] = ""
     action_names: ClassVar[tuple[str, ...]] = tuple(DIRECTIONS)
+    config_class: ClassVar[type[GridConfig]] = GridConfig
+    #: Map symbol -> index into ``_sprites()``.
+    tile_codes: ClassVar[dict[str, int]] = {}
 
-    def __init__(self, config: GridConfig, render_mode: str | None = "rgb_array"):
-        self.config = config
+    def __init__(self, render_mode: str | None = "rgb_array", **kwargs: Any):
+        self.config = make_config(self.config_class, kwargs, self.name)
         self.render_mode = render_mode
+        self._set_spaces(self._image_shape() if self.config.observation != "text" else None)
         self.turns = 0
         self.actions_taken = 0
         self._last_feedback = ""
@@ -115,7 +119,7 @@ class GridEnv(VagenEnv):
 
     def _tile_codes(self) -> np.ndarray:
         """(rows, cols) int array indexing ``self._sprites``."""
-        raise NotImplementedError
+        return np.array([[self.tile_codes[ch] for ch in row] for row in self._grid_rows()], dtype=np.intp)
 
     def _sprites(self) -> np.ndarray:
         """(n_codes, px, px, 3) uint8 tile images for the configured cell size."""

@@ -125,6 +125,7 @@ def demos(
     fmt: str = typer.Option("grounding_worldmodeling", "--format", help="Reasoning format."),
     representation: str = typer.Option("structured", help="Belief representation: natural, symbolic, structured."),
     seed_start: int = typer.Option(0, help="First seed; trajectories use seed_start .. seed_start+n-1."),
+    system_prompt: str = typer.Option("full", help="full, or minimal (action help + format only)."),
     options: list[str] | None = typer.Argument(None, help="Env options as key=value, e.g. dim_room=[6,6] observation=text"),
 ) -> None:
     """Write solver demonstrations as chat-format SFT samples (JSONL + PNG)."""
@@ -133,10 +134,81 @@ def demos(
     env_cfg = _env_overrides(options or [])
     try:
         summary = write_demos(env, n, out, format=fmt, representation=representation, env_config=env_cfg,
-                              seed_start=seed_start)
+                              seed_start=seed_start, system_prompt=system_prompt)
     except ValueError as e:
         _fail(str(e))
     print(json.dumps(summary))
+
+
+# -- training ----------------------------------------------------------------------
+def _split_preset(overrides: list[str]) -> tuple[str | None, list[str]]:
+    preset, rest = None, []
+    for o in overrides:
+        if o.startswith("preset="):
+            preset = o.split("=", 1)[1]
+        else:
+            rest.append(o)
+    return preset, rest
+
+
+@app.command("train", context_settings={"allow_extra_args": True})
+def train(
+    env: str = typer.Argument(..., help="Env preset: configs/train/<env>.yaml (preset=demo uses <env>-demo.yaml)."),
+    overrides: list[str] | None = typer.Argument(None, help="Dotlist overrides, e.g. algo.advantage=grpo trainer.steps=50"),
+) -> None:
+    """Train a policy with RL on an env (rollouts -> filter -> advantages -> PPO)."""
+    from vagen.config import ConfigError, load_config, to_yaml
+
+    preset, rest = _split_preset(overrides or [])
+    name = f"train/{env}-{preset}" if preset else f"train/{env}"
+    try:
+        cfg = load_config(name, rest)
+    except ConfigError as e:
+        _fail(str(e))
+    import envs as envs_pkg
+
+    if cfg.env.name not in envs_pkg.list_envs():
+        _fail(f"env {cfg.env.name!r} is not available yet; registered: {', '.join(envs_pkg.list_envs())}")
+    from vagen.train.plots import plot_run
+    from vagen.train.rl import RLTrainer
+
+    console.print(f"[bold]vagen train[/] {name} -> {cfg.trainer.out_dir}")
+    console.print(to_yaml(cfg), highlight=False, markup=False)
+    try:
+        trainer = RLTrainer(cfg)
+    except ValueError as e:
+        _fail(str(e))
+    summary = trainer.run()
+    plot_run(cfg.trainer.out_dir)
+    print(json.dumps(summary))
+
+
+@app.command("sft", context_settings={"allow_extra_args": True})
+def sft(
+    overrides: list[str] | None = typer.Argument(None, help="Dotlist overrides: data=DIR model.path=tiny steps=300 ..."),
+    config: str = typer.Option("sft/default", "--config", help="SFT preset or YAML path."),
+) -> None:
+    """Supervised fine-tuning on chat-format demonstrations (loss on assistant tokens)."""
+    from vagen.config import ConfigError, load_config
+    from vagen.train.sft import SFTDataError, run_sft
+
+    try:
+        cfg = load_config(config, overrides or [])
+        summary = run_sft(cfg)
+    except (ConfigError, SFTDataError) as e:
+        _fail(str(e))
+    print(json.dumps(summary))
+
+
+@app.command("plot")
+def plot(run_dir: Path = typer.Argument(..., help="A run directory holding metrics.jsonl.")) -> None:
+    """Write PNG learning curves for a run under RUN_DIR/plots."""
+    from vagen.train.plots import plot_run
+
+    if not (run_dir / "metrics.jsonl").is_file():
+        _fail(f"{run_dir}/metrics.jsonl not found")
+    for p in plot_run(run_dir):
+        print(p)
 
 
 # -- chat ------------------------------------------------------------------------

@@ -61,12 +61,13 @@ def demo_trajectory(env: AgentEnv, seed: int, out: Path, sample_id: str) -> dict
 
 def write_demos(env_name: str, n: int, out_dir: str | Path, format: str = "grounding_worldmodeling",
                 representation: str = "structured", env_config: dict[str, Any] | None = None,
-                seed_start: int = 0, progress: bool = True) -> dict[str, Any]:
+                seed_start: int = 0, progress: bool = True, system_prompt: str = "full") -> dict[str, Any]:
     """Write ``n`` oracle trajectories of ``env_name`` to ``out_dir``; return a summary."""
     out = Path(out_dir)
     (out / "images").mkdir(parents=True, exist_ok=True)
     env_config = dict(env_config or {})
-    env = AgentEnv(envs.make(env_name, **env_config), AgentConfig(format=format, representation=representation))
+    env = AgentEnv(envs.make(env_name, **env_config),
+                   AgentConfig(format=format, representation=representation, system_prompt=system_prompt))
     t0 = time.time()
     successes = turns = 0
     with open(out / SAMPLES_FILE, "w") as f:
@@ -82,7 +83,7 @@ def write_demos(env_name: str, n: int, out_dir: str | Path, format: str = "groun
             f.write(json.dumps(sample) + "\n")
     env.close()
     summary = {"env": env_name, "env_config": env_config, "n": n, "seed_start": seed_start, "format": format,
-               "representation": representation, "success_rate": successes / max(n, 1),
+               "representation": representation, "system_prompt": system_prompt, "success_rate": successes / max(n, 1),
                "mean_turns": turns / max(n, 1), "samples": SAMPLES_FILE, "seconds": round(time.time() - t0, 3)}
     (out / "manifest.json").write_text(json.dumps(summary, indent=2))
     return summary

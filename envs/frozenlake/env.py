@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from envs.base import EntitySpec, StateSchema
-from envs.grid import DIRECTIONS, GridConfig, GridEnv, canonical_direction, make_config, tile
+from envs.grid import DIRECTIONS, GridConfig, GridEnv, canonical_direction, tile
 
 FROZEN, HOLE, GOAL, PLAYER, PLAYER_ON_GOAL, PLAYER_IN_HOLE = "_", "H", "G", "P", "S", "X"
 Pos = tuple[int, int]
@@ -150,11 +150,12 @@ class FrozenLakeEnv(GridEnv):
     symbol_legend = (f"'{FROZEN}' frozen ice, '{HOLE}' hole, '{GOAL}' goal, '{PLAYER}' player, "
                      f"'{PLAYER_ON_GOAL}' player on goal, '{PLAYER_IN_HOLE}' player in a hole")
 
+    config_class = FrozenLakeConfig
+    tile_codes = _CODES
+    config: FrozenLakeConfig
+
     def __init__(self, render_mode: str | None = "rgb_array", **kwargs: Any):
-        cfg = make_config(FrozenLakeConfig, kwargs, "frozenlake")
-        super().__init__(cfg, render_mode)
-        self.config: FrozenLakeConfig = cfg
-        self._set_spaces(self._image_shape() if cfg.observation != "text" else None)
+        super().__init__(render_mode, **kwargs)
         self.player: Pos = (0, 0)
 
     def _grid_shape(self) -> tuple[int, int]:
@@ -187,9 +188,6 @@ class FrozenLakeEnv(GridEnv):
 
     def _grid_rows(self) -> list[str]:
         return grid_rows(self.config.size, self.holes, self.goal, self.player)
-
-    def _tile_codes(self) -> np.ndarray:
-        return np.array([[_CODES[ch] for ch in row] for row in self._grid_rows()], dtype=np.intp)
 
     def _sprites(self) -> np.ndarray:
         return _sprites(self.config.cell_px)

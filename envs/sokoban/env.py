@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from envs.base import EntitySpec, StateSchema
-from envs.grid import DIRECTIONS, GridConfig, GridEnv, canonical_direction, make_config, tile
+from envs.grid import DIRECTIONS, GridConfig, GridEnv, canonical_direction, tile
 from envs.sokoban.levels import generate_level, solve
 
 # Symbols follow VAGEN's text rendering (ASCII only: '*' is a box on a target).
@@ -118,11 +118,12 @@ class SokobanEnv(GridEnv):
     symbol_legend = (f"'{WALL}' wall, '{FLOOR}' floor, '{TARGET}' target, '{BOX}' box, '{BOX_ON_TARGET}' box on "
                      f"target, '{PLAYER}' player, '{PLAYER_ON_TARGET}' player on target")
 
+    config_class = SokobanConfig
+    tile_codes = _CODES
+    config: SokobanConfig
+
     def __init__(self, render_mode: str | None = "rgb_array", **kwargs: Any):
-        cfg = make_config(SokobanConfig, kwargs, "sokoban")
-        super().__init__(cfg, render_mode)
-        self.config: SokobanConfig = cfg
-        self._set_spaces(self._image_shape() if cfg.observation != "text" else None)
+        super().__init__(render_mode, **kwargs)
         self.player: tuple[int, int] = (0, 0)
         self.boxes: set[tuple[int, int]] = set()
 
@@ -164,9 +165,6 @@ class SokobanEnv(GridEnv):
 
     def _grid_rows(self) -> list[str]:
         return grid_rows(self.config.dim_room, self.walls, self.targets, self.boxes, self.player)
-
-    def _tile_codes(self) -> np.ndarray:
-        return np.array([[_CODES[ch] for ch in row] for row in self._grid_rows()], dtype=np.intp)
 
     def _sprites(self) -> np.ndarray:
         return _sprites(self.config.cell_px)

@@ -116,3 +116,11 @@ def test_bad_chat_raises_format_error(tiny_policy):
         tiny_policy.generate([[{"role": "robot", "content": "x"}]])
     with pytest.raises(ChatFormatError, match="data URL"):
         tiny_policy.generate([[{"role": "user", "content": [{"type": "image", "image": "/etc/passwd"}]}]])
+
+
+def test_include_stop_keeps_the_stop_string(tiny_policy):
+    chat = [{"role": "user", "content": "hi"}]
+    free = tiny_policy.generate([chat], SamplingParams(max_tokens=40, temperature=0))[0]
+    stop = free.text[3:5]
+    kept = tiny_policy.generate([chat], SamplingParams(max_tokens=40, temperature=0, stop=(stop,), include_stop=True))[0]
+    assert kept.text == free.text[: free.text.find(stop) + len(stop)]

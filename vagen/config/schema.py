@@ -34,7 +34,9 @@ class SamplingConfig(Section):
     temperature: float = Field(1.0, ge=0.0, le=2.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(128, ge=1, le=32768)
-    stop: list[str] = Field(default_factory=list)
+    stop: list[str] = Field(default_factory=lambda: ["</answer>"])
+    #: Keep the matched stop string in the response (so "</answer>" closes the answer).
+    include_stop: bool = True
 
 
 class PolicyConfig(Section):
@@ -61,6 +63,9 @@ class PromptConfig(Section):
         "grounding_worldmodeling"
     )
     representation: Literal["natural", "symbolic", "structured"] = "structured"
+    #: "full": env description + action help + format + one example; "minimal": action help + format only
+    #: (short prompts for CPU-sized runs whose model learns the task from demonstrations).
+    system_prompt: Literal["full", "minimal"] = "full"
     history: Literal["full", "last_k", "none"] = "full"
     history_k: int = Field(4, ge=1)
     max_images: int = Field(4, ge=0)
@@ -109,6 +114,11 @@ class AlgoConfig(Section):
     filter: Literal["none", "starpo_s", "zero_variance"] = "starpo_s"
     filter_mode: Literal["top_fraction", "top_p"] = "top_fraction"
     filter_keep_ratio: float = Field(0.25, gt=0.0, le=1.0)
+    #: Per-turn samples: "trajectory" divides each turn's advantage by its trajectory's number
+    #: of turns so every trajectory carries equal weight (otherwise long, failing episodes
+    #: dominate the batch and push down even the near-deterministic format tokens);
+    #: "turn" weights every turn equally.
+    turn_weighting: Literal["trajectory", "turn"] = "trajectory"
     value_coef: float = Field(0.5, ge=0.0)
     critic_lr: float = Field(1e-5, gt=0.0)
 

@@ -29,7 +29,7 @@ Arch = Literal["qwen2_5_vl", "qwen3_vl"]
 ARCHES: tuple[str, ...] = ("qwen2_5_vl", "qwen3_vl")
 
 # Bump when the recipe below changes so stale caches are rebuilt, not reused.
-TINY_RECIPE_VERSION = 1
+TINY_RECIPE_VERSION = 2
 
 # The Qwen2-VL family's special tokens, in the order Qwen's tokenizer lists them.
 QWEN_SPECIAL_TOKENS: tuple[str, ...] = (
@@ -97,28 +97,54 @@ _WORDS = (
     "red green blue yellow black white gray object table chair door room kitchen "
     "navigation pick place stack cube drawer svg path circle rect line fill stroke"
 ).split()
+# Common English and the words of our prompts, so the tokenizer compresses instructions
+# into whole-word tokens the way a real one does (a fixed list: the tokenizer must not
+# change when prompt wording does).
+_ENGLISH = (
+    "system user assistant you are a helpful playing game push every box onto target can but not pull "
+    "cannot two boxes at once or into wall map symbols floor player on positions row col column from top "
+    "left cell walk your position to goal without stepping hole falling ends episode ice slippery sometimes "
+    "move sideways instead of where intended frozen actions may give up per turn separated by executed in "
+    "order execution stops first invalid action only inside first think step then describe current state "
+    "reason predict after response must look like example answer as most current view executed nothing "
+    "changed valid no given ignored describe states plain sentences giving each object position row column "
+    "relative symbolic one line per using json object mapping type list following shortest plan here takes "
+    "moves take all them see that solves this try is it the of and with for as has have was were will be "
+    "there here what which when who how why all any some more most other such only own same so than too very "
+    "just now also back down over under again further once about above below between through during before "
+    "after out off up near far next last new old good bad big small high low long short first second third "
+    "screen window click type press key button open close save file folder browser tab page text field menu "
+    "desktop terminal app settings search scroll drag drop select copy paste edit view help done fail wait "
+    "task instruction success reward observation prediction reasoning grounding world model agent environment"
+).split()
 _TAGS = ("<think>", "</think>", "<observation>", "</observation>", "<prediction>", "</prediction>",
          "<answer>", "</answer>", "<|action_start|>", "<|action_end|>")
-_SYMBOLS = list("#_PXO.@*+-=()[]{},:;'\"!?/\\|<>0123456789")
 
 
-def _corpus(seed: int, lines: int = 3000) -> list[str]:
-    """A generated English-like corpus of the words, tags and symbols our envs use."""
+def _corpus(seed: int, lines: int = 6000) -> list[str]:
+    """A generated English-like corpus of the words, tags and actions our envs use.
+
+    Grid symbols appear only one at a time, so every map cell stays a single token
+    (a small model reads a map far more easily that way).
+    """
     rng = random.Random(seed)
+    words = _WORDS + _ENGLISH
     out = []
     for _ in range(lines):
         kind = rng.random()
-        if kind < 0.5:
-            words = [rng.choice(_WORDS) for _ in range(rng.randint(3, 14))]
+        if kind < 0.6:
+            sentence = [rng.choice(words) for _ in range(rng.randint(3, 14))]
+            sentence[0] = sentence[0].capitalize()
             tag = rng.choice(_TAGS[::2])
-            out.append(f"{tag}{' '.join(words)}{tag.replace('<', '</', 1)}")
-        elif kind < 0.75:
+            out.append(f"{tag}{' '.join(sentence)}.{tag.replace('<', '</', 1)}")
+        elif kind < 0.8:
             x, y = rng.randint(0, 1920), rng.randint(0, 1080)
             fn = rng.choice(["click", "moveTo", "doubleClick", "rightClick", "scroll"])
             out.append(f"pyautogui.{fn}({x}, {y})")
         else:
-            out.append("".join(rng.choice(_SYMBOLS[:5]) for _ in range(rng.randint(4, 8)))
-                       + " " + ", ".join(rng.choice(["Up", "Down", "Left", "Right"]) for _ in range(3)))
+            out.append(f"{rng.choice(['player', 'box', 'target', 'goal', 'hole'])}: [{rng.randint(0, 9)}, "
+                       f"{rng.randint(0, 9)}] " + ", ".join(rng.choice(["Up", "Down", "Left", "Right"])
+                                                           for _ in range(rng.randint(1, 3))))
     return out
 
 

@@ -54,6 +54,9 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     logprobs: bool = True
+    #: Keep a matched stop string at the end of ``text`` (as vLLM's
+    #: ``include_stop_str_in_output``): stopping at ``</answer>`` must not cut the tag off.
+    include_stop: bool = False
 
     def __post_init__(self) -> None:
         if self.temperature < 0:

@@ -63,6 +63,7 @@ class HFPolicy(Policy):
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.model = AutoModelForImageTextToText.from_pretrained(self.path, dtype=self.dtype).to(self.device)
         self.model.eval()
+        self._reset_sampling_defaults()
         self.policy_version = 0
         self._lock = threading.Lock()
         vocab = self.tokenizer.get_vocab()
@@ -75,6 +76,16 @@ class HFPolicy(Policy):
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self._torch = torch
+
+    def _reset_sampling_defaults(self) -> None:
+        """Forget the checkpoint's sampling defaults (Qwen ships top_k=1, temperature 0.1):
+        every call states its own, and leftovers would leak into greedy decoding."""
+        from transformers import GenerationConfig
+
+        fresh = GenerationConfig()
+        gc = self.model.generation_config
+        for key in ("do_sample", "temperature", "top_p", "top_k", "min_p", "typical_p", "repetition_penalty"):
+            setattr(gc, key, getattr(fresh, key))
 
     # -- preparing inputs -------------------------------------------------------
     def prompt_texts(self, chats: list[Chat]) -> tuple[list[str], list]:
@@ -188,7 +199,7 @@ class HFPolicy(Policy):
             logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1).tolist()
         gens = []
         for i, toks in enumerate(new_tokens):
-            n, finish, text = self._cut(toks, sampling.stop)
+            n, finish, text = self._cut(toks, sampling.stop, sampling.include_stop)
             mask = inputs["attention_mask"][i].bool()
             gens.append(Generation(
                 text=text,
@@ -200,7 +211,7 @@ class HFPolicy(Policy):
             ))
         return gens
 
-    def _cut(self, toks: list[int], stop: tuple[str, ...]) -> tuple[int, str, str]:
+    def _cut(self, toks: list[int], stop: tuple[str, ...], include_stop: bool = False) -> tuple[int, str, str]:
         """Where the completion ends: (number of tokens kept, finish reason, text)."""
         eos = set(self.eos_ids)
         n_eos = next((k + 1 for k, t in enumerate(toks) if t in eos), None)
@@ -220,7 +231,7 @@ class HFPolicy(Policy):
                         hi = mid
                     else:
                         lo = mid + 1
-                return lo, "stop", full[:pos]
+                return lo, "stop", full[:pos + len(s)] if include_stop else full[:pos]
         if n_eos is not None:
             return n_eos, "stop", decode(toks[:n_eos])
         return len(toks), "length", decode(toks)

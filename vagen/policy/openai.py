@@ -70,6 +70,8 @@ class OpenAIPolicy(Policy):
         }
         if sampling.stop:
             body["stop"] = list(sampling.stop)
+            if sampling.include_stop:
+                body["include_stop_str_in_output"] = True  # vLLM / vagen serve extension
         if sampling.seed is not None:
             body["seed"] = sampling.seed
         if sampling.logprobs:

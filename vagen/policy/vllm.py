@@ -68,6 +68,7 @@ class VLLMPolicy(Policy):
             stop=list(sampling.stop) or None,
             seed=sampling.seed,
             logprobs=0 if sampling.logprobs else None,
+            include_stop_str_in_output=sampling.include_stop,
         )
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         gens = []

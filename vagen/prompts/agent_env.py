@@ -46,10 +46,14 @@ class AgentConfig:
     #: "rule": the representation's own rule-based parser; "judge": an LLM judge (pass ``wm_reward``).
     matcher: str = "rule"
     include_example: bool = True
+    #: "full" or "minimal" (action help + format only); see ``builder.system_prompt``.
+    system_prompt: str = "full"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         get_format(self.format)
+        if self.system_prompt not in ("full", "minimal"):
+            raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
         if self.matcher not in ("rule", "judge"):
             raise ValueError(f"matcher must be 'rule' or 'judge', got {self.matcher!r}")
         if self.representation not in REPRESENTATIONS:
@@ -75,8 +79,9 @@ class AgentEnv(gym.Wrapper):
                 observation_weight=self.cfg.observation_weight, prediction_weight=self.cfg.prediction_weight,
                 representation=self.cfg.representation))
         self.wm_reward = wm_reward
-        self.system_prompt = builder.system_prompt(self.pieces, self.fmt, self.cfg.representation,
-                                                   self._example() if self.cfg.include_example else None)
+        minimal = self.cfg.system_prompt == "minimal"
+        example = self._example() if self.cfg.include_example and not minimal else None
+        self.system_prompt = builder.system_prompt(self.pieces, self.fmt, self.cfg.representation, example, minimal)
         self.state: dict[str, Any] | None = None
 
     # -- prompts -------------------------------------------------------------------

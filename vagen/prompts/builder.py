@@ -14,8 +14,15 @@ from envs.base import IMAGE_PLACEHOLDER, PromptPieces
 from vagen.prompts.formats import REPRESENTATION_INSTRUCTIONS, ReasoningFormat
 
 
-def system_prompt(pieces: PromptPieces, fmt: ReasoningFormat, representation: str, example: str | None) -> str:
-    """The system message: what the task is, how to act, and how to answer."""
+def system_prompt(pieces: PromptPieces, fmt: ReasoningFormat, representation: str, example: str | None,
+                  minimal: bool = False) -> str:
+    """The system message: what the task is, how to act, and how to answer.
+
+    ``minimal`` keeps only the action help and the answer template: for small models
+    that learn the task from demonstrations, where every prompt token costs compute.
+    """
+    if minimal:
+        return f"{pieces.action_help}\nYour response must look like: {fmt.template()}"
     lines = [pieces.description, pieces.action_help]
     if fmt.has_observation or fmt.has_prediction:
         lines.append(REPRESENTATION_INSTRUCTIONS[representation])

@@ -68,6 +68,7 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: int | None = Field(None, ge=0, le=0)
     stream: bool = False
     return_token_ids: bool = False
+    include_stop_str_in_output: bool = False
 
     @field_validator("stop")
     @classmethod
@@ -147,7 +148,8 @@ def create_app(policy: Policy, served_name: str, api_key: str | None = None,
                           param="max_tokens")
         stop = (req.stop,) if isinstance(req.stop, str) else tuple(req.stop or ())
         sampling = SamplingParams(temperature=req.temperature, top_p=req.top_p, max_tokens=max_tokens,
-                                  stop=stop, seed=req.seed, logprobs=req.logprobs or req.return_token_ids)
+                                  stop=stop, seed=req.seed, logprobs=req.logprobs or req.return_token_ids,
+                                  include_stop=req.include_stop_str_in_output)
         chat = [m.model_dump(exclude_none=True, exclude={"name"}) for m in req.messages]
         try:
             async with lock:

@@ -53,6 +53,7 @@ def lr_lambda(schedule: str, warmup: int, total: int):
 def agent_config(cfg) -> AgentConfig:
     r = cfg.reward
     return AgentConfig(format=cfg.prompt.format, representation=cfg.prompt.representation,
+                       system_prompt=cfg.prompt.system_prompt,
                        format_reward=r.format_reward, format_penalty=r.format_penalty,
                        execute_on_bad_format=r.execute_on_bad_format, observation_weight=r.wm_observation_weight,
                        prediction_weight=r.wm_prediction_weight)
@@ -109,6 +110,7 @@ class RLTrainer:
         samples = self.samples(trajs)                                    # exact ids, per turn or per trajectory
         old_lp, ref_lp, values = self.score(samples)                     # no-grad forwards
         advantages, returns, adv_metrics = compute_advantages(a, trajs, samples, values)
+        advantages = self.weight_turns(samples, advantages)
         update_metrics = self.update(samples, advantages, returns, old_lp, ref_lp)
         self.policy.policy_version += 1                                  # in-process weights: synced
         return {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
@@ -118,7 +120,7 @@ class RLTrainer:
     def sampling(self, greedy: bool = False) -> SamplingParams:
         s = self.cfg.sampling
         return SamplingParams(temperature=0.0 if greedy else s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
-                              stop=tuple(s.stop))
+                              stop=tuple(s.stop), include_stop=s.include_stop)
 
     def filter(self, trajs: list[Trajectory]) -> tuple[list[Trajectory], dict[str, float]]:
         a = self.cfg.algo
@@ -136,6 +138,13 @@ class RLTrainer:
         if self.cfg.trainer.sample_mode == "trajectory":
             return [self.builder.trajectory_sample(tr) for tr in trajs]
         return [s for tr in trajs for s in self.builder.turn_samples(tr)]
+
+    def weight_turns(self, samples: list[Sample], advantages: list[list[float]]) -> list[list[float]]:
+        """With per-turn samples and ``algo.turn_weighting=trajectory``, give each
+        trajectory equal total weight by scaling its turns' advantages by 1/#turns."""
+        if self.cfg.trainer.sample_mode != "turn" or self.cfg.algo.turn_weighting != "trajectory":
+            return advantages
+        return [[x / max(1, len(s.traj.turns)) for x in adv] for s, adv in zip(samples, advantages, strict=True)]
 
     def _batches(self, samples: list[Sample], size: int):
         for i in range(0, len(samples), size):
@@ -199,16 +208,16 @@ class RLTrainer:
                     if self.ref is not None:
                         kl = algos.aggregate(algos.kl_penalty(lp, batch["ref"], a.kl_estimator), mask, a.loss_agg)
                         total = total + a.kl_coef * kl
-                        stats.setdefault("actor/kl", []).append(float(kl))
+                        stats.setdefault("actor/kl", []).append(float(kl.detach()))
                     if self.critic is not None:
                         v = self.critic(batch)
                         vloss = 0.5 * (((v - batch["returns"]) ** 2) * mask).sum() / mask.sum().clamp(min=1)
                         total = total + a.value_coef * vloss
-                        stats.setdefault("loss/value", []).append(float(vloss))
+                        stats.setdefault("loss/value", []).append(float(vloss.detach()))
                     (total * share).backward()
-                    stats.setdefault("loss/policy", []).append(float(loss))
-                    stats.setdefault("loss", []).append(float(total))
-                    stats.setdefault("actor/entropy", []).append(float(entropy))
+                    stats.setdefault("loss/policy", []).append(float(loss.detach()))
+                    stats.setdefault("loss", []).append(float(total.detach()))
+                    stats.setdefault("actor/entropy", []).append(float(entropy.detach()))
                     for k, v in pm.items():
                         stats.setdefault(f"actor/{k}", []).append(float(v))
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip)

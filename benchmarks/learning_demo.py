@@ -1,0 +1,95 @@
+"""Does RL help? SFT warm start on solver demos, then RL, evaluated on held-out seeds.
+
+For each seed: write oracle demonstrations (``vagen demos``), SFT the tiny model on
+them, evaluate (sampled and greedy) on held-out levels, run ``vagen train <env>
+preset=demo`` from the SFT checkpoint, evaluate again. Prints one JSON line with start
+vs end per seed, the mean gain and wall times; RESULTS.md records it.
+
+    .venv/bin/python benchmarks/learning_demo.py --env frozenlake --seeds 0 1 2 --advantage grpo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VAGEN = [str(Path(sys.executable).with_name("vagen"))]
+
+
+def sh(args: list[str]) -> str:
+    r = subprocess.run(VAGEN + args, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        raise SystemExit(f"failed: vagen {' '.join(args)}")
+    return r.stdout
+
+
+def evaluate(env: str, model: str, episodes: int, extra: list[str]) -> dict[str, float]:
+    from vagen.config import load_config
+    from vagen.train.rl import RLTrainer
+
+    cfg = load_config(f"train/{env}-demo", [f"model.path={model}", "trainer.out_dir=/tmp/vagen-eval",
+                                            "trainer.tensorboard=false", *extra])
+    tr = RLTrainer(cfg)
+    return {"sampled": tr.evaluate(episodes, greedy=False), "greedy": tr.evaluate(episodes, greedy=True)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--env", default="frozenlake")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--advantage", default="grpo")
+    ap.add_argument("--demos", type=int, default=300)
+    ap.add_argument("--sft-steps", type=int, default=600)
+    ap.add_argument("--rl-steps", type=int, default=40)
+    ap.add_argument("--episodes", type=int, default=800)
+    ap.add_argument("--out", default="runs/learning_demo")
+    ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    base = ROOT / args.out / args.env
+    out = base / args.advantage
+    demos = base / "demos"
+    env_opts = {"frozenlake": ["observation=text", "max_actions_per_turn=1", "max_turns=8"],
+                "sokoban": ["observation=text", "max_actions_per_turn=1", "max_turns=10", "dim_room=[5,5]"]}[args.env]
+    t0 = time.perf_counter()
+    if not (demos / "samples.jsonl").exists():
+        sh(["demos", args.env, "--n", str(args.demos), "--out", str(demos), "--format", "no_think",
+            "--system-prompt", "minimal", *env_opts])
+    rows = []
+    for seed in args.seeds:
+        ts = time.perf_counter()
+        # The SFT start (and its evaluation) is shared by every estimator run on this seed.
+        sft_dir = base / f"sft-s{seed}"
+        if not (sft_dir / "start_eval.json").exists():
+            sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
+                "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", "model.device=cpu", f"seed={seed}", "log_every=100"])
+            start = evaluate(args.env, str(sft_dir / "final"), args.episodes, [])
+            (sft_dir / "start_eval.json").write_text(json.dumps({**start, "sft_s": time.perf_counter() - ts}))
+        start = json.loads((sft_dir / "start_eval.json").read_text())
+        t_sft = start.pop("sft_s")
+        tr0 = time.perf_counter()
+        run_dir = out / f"rl-s{seed}"
+        sh(["train", args.env, "preset=demo", f"model.path={sft_dir / 'final'}", f"trainer.out_dir={run_dir}",
+            f"trainer.steps={args.rl_steps}", f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
+            "trainer.tensorboard=false", *args.rl])
+        t_rl = time.perf_counter() - tr0
+        final = sorted((run_dir / "checkpoints").glob("step_*"))[-1] / "model"
+        end = evaluate(args.env, str(final), args.episodes, [])
+        rows.append({"seed": seed, "start": start, "end": end, "gain_sampled": end["sampled"] - start["sampled"],
+                     "gain_greedy": end["greedy"] - start["greedy"], "sft_s": round(t_sft, 1), "rl_s": round(t_rl, 1)})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    mean = lambda k: sum(r[k] for r in rows) / len(rows)  # noqa: E731
+    print(json.dumps({"env": args.env, "advantage": args.advantage, "episodes": args.episodes, "rl_steps": args.rl_steps,
+                      "rows": rows, "mean_gain_sampled": mean("gain_sampled"), "mean_gain_greedy": mean("gain_greedy"),
+                      "wall_s": round(time.perf_counter() - t0, 1)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Training: the RL trainer, SFT, checkpoints, metrics and plots."""
