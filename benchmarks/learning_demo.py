@@ -57,7 +57,8 @@ def main() -> None:
     out = base / args.advantage
     demos = base / "demos"
     env_opts = {"frozenlake": ["observation=text", "max_actions_per_turn=1", "max_turns=8"],
-                "sokoban": ["observation=text", "max_actions_per_turn=1", "max_turns=10", "dim_room=[5,5]"]}[args.env]
+                "sokoban": ["observation=text", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
+                            "min_solution_length=3", "max_solution_length=10", "reward=sparse"]}[args.env]
     t0 = time.perf_counter()
     if not (demos / "samples.jsonl").exists():
         sh(["demos", args.env, "--n", str(args.demos), "--out", str(demos), "--format", "no_think",

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-REPRESENTATIONS = ("natural", "symbolic", "structured")
+from vagen.prompts.belief import REPRESENTATIONS
+
+__all__ = ["FORMATS", "REPRESENTATIONS", "REPRESENTATION_INSTRUCTIONS", "ReasoningFormat", "get_format"]
 
 
 @dataclass(frozen=True)

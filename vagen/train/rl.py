@@ -251,6 +251,7 @@ class RLTrainer:
     def run(self) -> dict[str, Any]:
         c = self.cfg.trainer
         t0 = time.perf_counter()
+        m: dict[str, Any] = {}
         while self.step < c.steps:
             self.step += 1
             m = self.train_step()
@@ -263,7 +264,11 @@ class RLTrainer:
                             m.get("return", 0.0), m.get("loss", float("nan")))
             if (c.save_every and self.step % c.save_every == 0) or self.step == c.steps:
                 self.save()
-        summary = {"steps": self.step, "wall_s": time.perf_counter() - t0, "run_dir": str(self.run_dir)}
+        last = m if self.step else {}
+        keys = ("success", "return", "reward/format", "reward/world_model", "loss", "val/success_sampled",
+                "val/success_greedy")
+        summary = {"steps": self.step, "wall_s": round(time.perf_counter() - t0, 2), "run_dir": str(self.run_dir),
+                   "last": {k: last[k] for k in keys if k in last}}
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self.metrics.close()
         return summary
