@@ -21,6 +21,7 @@ def evaluate(model_path: str, tmp_path) -> dict[str, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_rl_after_sft_raises_held_out_success(tmp_path):
     demos, sft, rl = tmp_path / "demos", tmp_path / "sft", tmp_path / "rl"
     r = run_cli("demos", "frozenlake", "--n", "300", "--out", str(demos), "--format", "no_think",
