@@ -92,7 +92,9 @@ class RolloutManager:
             for i in live:
                 parts = envs[i].user_message(obs[i])["content"]
                 user_ids, images = self.builder.user_ids(parts)
-                text_ids = self.builder.text_user_ids(parts) if images else None
+                # Only an image cap ever shows a turn's text-only variant: skip the work otherwise.
+                capped = images and self.builder.max_images is not None
+                text_ids = self.builder.text_user_ids(parts) if capped else None
                 ctx = self.builder.context(trajs[i], user_ids, images)
                 segments[i] = (user_ids, images, text_ids, anchor_key(obs[i]))
                 contexts.append((i, ctx))
