@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -45,17 +46,20 @@ def main() -> None:
     ap.add_argument("--env", default="frozenlake")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--advantage", default="grpo")
-    ap.add_argument("--demos", type=int, default=300)
-    ap.add_argument("--sft-steps", type=int, default=600)
+    ap.add_argument("--demos", type=int, default=None, help="default: 300 (frozenlake), 1500 (sokoban)")
+    ap.add_argument("--sft-steps", type=int, default=None, help="default: 600 (frozenlake), 2000 (sokoban)")
     ap.add_argument("--rl-steps", type=int, default=40)
     ap.add_argument("--episodes", type=int, default=800)
     ap.add_argument("--out", default="runs/learning_demo")
     ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sokoban = args.env == "sokoban"
+    args.demos = args.demos or (1500 if sokoban else 300)
+    args.sft_steps = args.sft_steps or (2000 if sokoban else 600)
     base = ROOT / args.out / args.env
     out = base / args.advantage
-    demos = base / "demos"
+    demos = base / f"demos-n{args.demos}"
     env_opts = {"frozenlake": ["observation=text", "max_actions_per_turn=1", "max_turns=8"],
                 "sokoban": ["observation=text", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
                             "min_solution_length=3", "max_solution_length=10", "reward=sparse"]}[args.env]
@@ -67,7 +71,7 @@ def main() -> None:
     for seed in args.seeds:
         ts = time.perf_counter()
         # The SFT start (and its evaluation) is shared by every estimator run on this seed.
-        sft_dir = base / f"sft-s{seed}"
+        sft_dir = base / f"sft-s{seed}-n{args.demos}-k{args.sft_steps}"
         if not (sft_dir / "start_eval.json").exists():
             sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
                 "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", "model.device=cpu", f"seed={seed}", "log_every=100"])
@@ -77,6 +81,7 @@ def main() -> None:
         t_sft = start.pop("sft_s")
         tr0 = time.perf_counter()
         run_dir = out / f"rl-s{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, never a resumed one
         sh(["train", args.env, "preset=demo", f"model.path={sft_dir / 'final'}", f"trainer.out_dir={run_dir}",
             f"trainer.steps={args.rl_steps}", f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
             "trainer.tensorboard=false", *args.rl])

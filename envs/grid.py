@@ -34,6 +34,8 @@ class GridConfig:
     max_turns: int = 20
     max_actions: int = 100
     invalid_action_penalty: float = -0.1
+    #: Added when a turn's actions were all valid but changed nothing (walking into a wall).
+    ineffective_action_penalty: float = 0.0
 
     def validate(self) -> None:
         if self.observation not in OBSERVATION_MODES:
@@ -45,6 +47,9 @@ class GridConfig:
             if len(size) != 2 or min(size) < 8:
                 raise ValueError(f"image_size must be [height, width] with both >= 8, got {self.image_size!r}")
             self.image_size = size  # type: ignore[assignment]
+        for key in ("invalid_action_penalty", "ineffective_action_penalty"):
+            if getattr(self, key) > 0:
+                raise ValueError(f"{key} must be <= 0 (it is a penalty), got {getattr(self, key)}")
         for key in ("max_actions_per_turn", "max_turns", "max_actions"):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
@@ -183,8 +188,10 @@ class GridEnv(VagenEnv):
                 if i + 1 < len(tokens):
                     notes.append("The episode ended; the remaining actions were not executed.")
                 break
-        if not valid:
-            reward += cfg.invalid_action_penalty
+        penalty = 0.0 if valid else cfg.invalid_action_penalty
+        if valid and executed and not changed:
+            penalty += cfg.ineffective_action_penalty
+        reward += penalty
         self.turns += 1
         success = self._success()
         truncated = not terminated and (self.turns >= cfg.max_turns or self.actions_taken >= cfg.max_actions)
@@ -197,7 +204,7 @@ class GridEnv(VagenEnv):
             success=success,
             executed_actions=executed,
             feedback=self._last_feedback,
-            penalty=0.0 if valid else cfg.invalid_action_penalty,
+            penalty=penalty,
             metrics={"turns": self.turns, "actions": self.actions_taken, "executed": len(executed),
                      "invalid": float(not valid)},
         )

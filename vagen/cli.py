@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from sandboxes.cli import sandbox_app
 from vagen import __version__
 
 app = typer.Typer(help="VAGEN: train and evaluate vision-language-model agents with RL.",
@@ -22,6 +23,7 @@ config_app = typer.Typer(help="Show and check typed config presets (configs/<kin
 models_app = typer.Typer(help="Build model checkpoints offline.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
+app.add_typer(sandbox_app, name="sandbox")
 
 console = Console(stderr=True)
 

@@ -1,0 +1,206 @@
+"""`docker` tier: real images and containers (host networking, loopback only).
+
+CI starts dockerd and builds the registry-free base image (scripts/build-base-image.sh);
+these tests build the desktop and browser images from dockerfiles/ on top of it (the
+layer cache makes a rebuild of an unchanged image take seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+
+import httpx
+import pytest
+
+from sandboxes.client import SandboxClient, SandboxLost
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
+BASE = os.environ.get("VAGEN_TEST_BASE_IMAGE", "vagen/debian:bookworm")
+
+
+def _base_image() -> str:
+    r = subprocess.run(["docker", "image", "inspect", BASE], capture_output=True)
+    if r.returncode != 0:
+        subprocess.run(["bash", str(REPO / "scripts" / "build-base-image.sh"), BASE], check=True, timeout=900)
+    return BASE
+
+
+@pytest.fixture(scope="module")
+def desktop_image():
+    from sandboxes.providers.docker import build_image
+
+    return build_image("desktop", base_image=_base_image())
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("VAGEN_SANDBOX_STATE_DIR", str(tmp_path / "state"))
+
+
+def wait_for(pred, timeout=15.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(interval)
+    return bool(pred())
+
+
+def scenario(client: SandboxClient, word: str) -> None:
+    client.input([{"type": "click", "x": 400, "y": 300}, {"type": "type", "text": f"echo {word} > ~/note.txt"},
+                  {"type": "key", "keys": "enter"}])
+    assert wait_for(lambda: client.execute("cat ~/note.txt 2>/dev/null", shell=True).output.strip() == word)
+    assert word in (client.terminal() or "")
+    img = client.screenshot_array(cursor=False)
+    assert img.shape == (800, 1280, 3) and img.std() > 10
+
+
+def test_desktop_container_is_unprivileged_and_limited(desktop_image, state_dir):
+    from sandboxes.providers import make_provider
+
+    with make_provider("docker", image=desktop_image) as prov:
+        (h,) = prov.start(1)
+        with h.client() as c:
+            assert c.health()["user"] == "agent"
+            assert c.execute(["id", "-u"]).output.strip() == "1000"
+            # The agent cannot kill the control server (root) or the X server.
+            c.execute("pkill -KILL -f sandboxes.server; pkill -KILL Xvfb; kill -9 1", shell=True)
+            assert c.health()["status"] == "ok"
+            assert "token" not in c.execute("env", shell=True).output.lower()
+            r = c.execute(["cat", "/run/vagen/token"])
+            assert r.returncode != 0  # the healthcheck's copy is root-only
+            scenario(c, "docker-hello")
+            c.launch(["xterm", "-title", "stray", "-e", "sleep", "600"])
+            assert wait_for(lambda: any(w["title"] == "stray" for w in c.windows()))
+            t0 = time.monotonic()
+            prov.reset(h)
+            assert time.monotonic() - t0 < 2.0
+            assert c.execute("ls ~/note.txt 2>/dev/null; true", shell=True).output == ""
+            assert not any(w["title"] == "stray" for w in c.windows())
+            assert "docker-hello" not in (c.terminal() or "")
+        hc = prov.client.api.inspect_container(h.meta["container"])["HostConfig"]
+        assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"][0]
+        assert hc["Memory"] == 2 * 1024**3 and hc["PidsLimit"] == 1024 and hc["NanoCpus"] == 10**9
+        assert hc["NetworkMode"] == "host" and hc["Init"] is True
+
+
+def test_two_sandboxes_in_parallel_and_one_dies_mid_episode(desktop_image, state_dir):
+    from sandboxes.pool import SandboxPool
+    from sandboxes.providers import make_provider
+
+    prov = make_provider("docker", image=desktop_image)
+    pool = SandboxPool(prov, size=2, health_interval=1.0)
+    try:
+        a, b = pool.lease(), pool.lease()
+        # The same scenario in both, concurrently.
+        errors: list[BaseException] = []
+
+        def run(lease, word):
+            try:
+                scenario(lease.client, word)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(x, w)) for x, w in ((a, "alpha"), (b, "beta"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        # Kill a's container mid-episode while b keeps going.
+        survivor = threading.Thread(target=run, args=(b, "beta-two"))
+        survivor.start()
+        prov.kill(a.handle)
+        with pytest.raises(SandboxLost):
+            a.client.screenshot()
+        survivor.join(120)
+        assert not errors, errors
+        a.release()
+        b.release()
+        pool.wait_idle(2, timeout=120)
+        m = pool.metrics()
+        assert m["lost"] == 1 and m["replacements"] == 1 and m["idle"] == 2
+        with pool.lease() as x, pool.lease() as y:
+            for lease in (x, y):
+                assert lease.client.execute("ls ~/note.txt 2>/dev/null; true", shell=True).output == ""
+            scenario(x.client, "after")
+    finally:
+        pool.close()
+        prov.close()
+    from sandboxes.providers.docker import list_containers
+
+    assert [c for c in list_containers() if c["status"] == "running" and c["id"] in {a.handle.id, b.handle.id}] == []
+
+
+def test_reset_modes_all_restore_a_clean_state(desktop_image, state_dir):
+    from sandboxes.providers import make_provider
+
+    for mode in ("restart", "recreate"):
+        with make_provider("docker", image=desktop_image, reset_mode=mode) as prov:
+            (h,) = prov.start(1)
+            with h.client() as c:
+                c.execute("echo x > ~/litter.txt", shell=True)
+            h2 = prov.reset(h)
+            with h2.client() as c:
+                assert c.health()["status"] == "ok"
+                assert c.execute("ls ~/litter.txt 2>/dev/null; true", shell=True).output == "", mode
+
+
+def test_cli_up_and_down_with_docker(desktop_image, state_dir):
+    import json
+
+    from tests.conftest import run_cli
+
+    env = {"VAGEN_SANDBOX_STATE_DIR": os.environ["VAGEN_SANDBOX_STATE_DIR"]}
+    r = run_cli("sandbox", "up", "--provider", "docker", "-n", "1", "--json", "--image", desktop_image, env=env)
+    assert r.returncode == 0, r.stderr
+    (box,) = json.loads(r.stdout)
+    with SandboxClient(box["url"], box["token"]) as c:
+        assert c.health()["status"] == "ok"
+    r = run_cli("sandbox", "exec", box["id"], "--", "whoami", env=env)
+    assert r.stdout.strip() == "agent"
+    r = run_cli("sandbox", "down", "--all", env=env)
+    assert box["id"] in r.stdout
+    from sandboxes.providers.docker import list_containers
+
+    assert all(c["id"] != box["id"] for c in list_containers())
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None and shutil.which("docker") is None, reason="no compose")
+def test_compose_up_health_down(desktop_image):
+    from sandboxes.providers.docker import build_image
+
+    build_image("browser", base_image=_base_image())
+    compose = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
+    token = secrets.token_urlsafe(16)
+    env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "BASE_IMAGE": BASE}
+    files = ["-f", str(REPO / "dockerfiles" / "docker-compose.yml"), "-f",
+             str(REPO / "dockerfiles" / "docker-compose.host.yml")]
+    project = ["-p", f"vagentest{secrets.token_hex(3)}"]
+    up = subprocess.run(compose + project + files + ["up", "-d", "--no-build"], env=env, capture_output=True,
+                        text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        for port in (45101, 45102):
+            with SandboxClient(f"http://127.0.0.1:{port}", token, timeout=5) as c:
+                assert c.wait_ready(timeout=60)["status"] == "ok"
+                assert c.execute(["whoami"]).output.strip() == "agent"
+            assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 401
+        assert wait_for(lambda: _cdp_ok(45121), timeout=60, interval=0.5)
+    finally:
+        down = subprocess.run(compose + project + files + ["down", "-t", "2"], env=env, capture_output=True,
+                              text=True, timeout=300)
+    assert down.returncode == 0, down.stderr
+
+
+def _cdp_ok(port: int) -> bool:
+    try:
+        return "Browser" in httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=2).json()
+    except (httpx.HTTPError, ValueError):
+        return False

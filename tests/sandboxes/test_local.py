@@ -1,0 +1,202 @@
+"""`desktop` tier: the local provider with real Xvfb, openbox, xterm+tmux and xdotool."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sandboxes.client import SandboxLost
+from sandboxes.pool import SandboxPool
+from sandboxes.providers import load_records, make_provider
+
+pytestmark = pytest.mark.desktop
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("VAGEN_SANDBOX_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def provider(state_dir):
+    prov = make_provider("local")
+    yield prov
+    prov.close()
+
+
+def wait_for(pred, timeout=10.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(interval)
+    return pred()
+
+
+def terminal_region(img: np.ndarray) -> np.ndarray:
+    return img[60:200, 40:900]
+
+
+def run_scenario(client, word: str) -> None:
+    """Type a command into the terminal through the input route; check file, terminal, screen."""
+    before = client.screenshot_array(cursor=False)
+    client.input([{"type": "click", "x": 400, "y": 300},
+                  {"type": "type", "text": f"echo {word} > ~/note.txt"}, {"type": "key", "keys": "enter"}])
+    res = wait_for(lambda: client.execute("cat ~/note.txt 2>/dev/null", shell=True).output.strip() == word)
+    assert res, "the typed command did not write the file"
+    assert word in (client.terminal() or "")
+    after = client.screenshot_array(cursor=False)
+    assert after.std() > 10  # not a blank screen
+    diff = np.abs(after.astype(int) - before.astype(int)).sum(-1)
+    assert (terminal_region(diff) > 0).sum() > 200  # the typed text shows up in the terminal
+
+
+def test_local_sandbox_start_type_screenshot_reset(provider):
+    (h,) = provider.start(1)
+    c = h.client()
+    health = c.health()
+    assert health["status"] == "ok" and health["session"] is True
+    assert c.screen_size() == (1280, 800)
+    wins = c.windows()
+    assert any("xterm" in w["class"].lower() for w in wins)
+    run_scenario(c, "hello-vagen")
+    # Litter that reset must clear: a stray app window, a daemonised process, a file.
+    c.launch(["xterm", "-title", "stray-window", "-e", "sleep", "600"])
+    c.execute("setsid sleep 1000 >/dev/null 2>&1 < /dev/null &", shell=True)
+    assert wait_for(lambda: any(w["title"] == "stray-window" for w in c.windows()))
+    t0 = time.monotonic()
+    provider.reset(h)
+    reset_s = time.monotonic() - t0
+    assert reset_s < 5
+    assert c.execute("ls -A ~ | grep -v '^\\.' ; true", shell=True).output == ""
+    assert not any(w["title"] == "stray-window" for w in c.windows())
+    assert [w["class"] for w in c.windows()] == [w["class"] for w in wins]
+    assert "hello-vagen" not in (c.terminal() or "")
+    out = c.execute(["pgrep", "-f", "sleep 1000"]).output
+    assert out.strip() == ""
+    assert c.cursor_position() == (640, 400)
+    # The same scenario works again on the reset desktop.
+    run_scenario(c, "second-episode")
+    c.close()
+
+
+def test_local_sandbox_cleans_up_on_close(state_dir):
+    prov = make_provider("local")
+    (h,) = prov.start(1)
+    assert [r.id for r in load_records()] == [h.id]
+    display = h.meta["display"]
+    prov.close()
+    assert load_records() == []
+    assert not prov.alive(h)
+    num = display.lstrip(":")
+    assert wait_for(lambda: not __import__("os").path.exists(f"/tmp/.X{num}-lock"), timeout=5)
+
+
+def test_recording_and_structured_input_latency(provider):
+    if not shutil.which("ffmpeg"):
+        pytest.skip("ffmpeg not installed")
+    (h,) = provider.start(1)
+    with h.client() as c:
+        c.start_recording()
+        times = []
+        for i in range(10):
+            t0 = time.perf_counter()
+            c.input([{"type": "move", "x": 100 + i * 10, "y": 100}])
+            times.append(time.perf_counter() - t0)
+        assert c.cursor_position() == (190, 100)
+        time.sleep(0.5)
+        video = c.end_recording()
+        assert video[4:8] == b"ftyp" and len(video) > 1000
+        assert sorted(times)[5] < 0.15
+
+
+def test_pool_replaces_a_sandbox_killed_mid_episode(provider):
+    pool = SandboxPool(provider, size=2, health_interval=0.5)
+    try:
+        a, b = pool.lease(), pool.lease()
+        done = {}
+
+        def episode():  # b's episode runs while a's sandbox dies
+            run_scenario(b.client, "survivor")
+            done["b"] = True
+
+        t = threading.Thread(target=episode)
+        t.start()
+        provider.kill(a.handle)
+        with pytest.raises(SandboxLost):
+            a.client.screenshot()
+        with pytest.raises(SandboxLost):  # and it stays lost for the rest of the lease
+            a.client.platform()
+        t.join(60)
+        assert done.get("b"), "the other sandbox's episode was disturbed"
+        a.release()
+        b.release()
+        pool.wait_idle(2, timeout=60)
+        m = pool.metrics()
+        assert m["lost"] == 1 and m["replacements"] == 1 and m["resets"] == 1 and m["idle"] == 2
+        # The replacement works.
+        with pool.lease() as c1, pool.lease() as c2:
+            for lease in (c1, c2):
+                assert lease.client.health()["status"] == "ok"
+                assert lease.client.execute("ls ~/note.txt 2>/dev/null; true", shell=True).output == ""
+    finally:
+        pool.close()
+
+
+def test_pool_health_check_replaces_dead_idle_sandboxes(provider):
+    with SandboxPool(provider, size=1, health_interval=0.2) as pool:
+        (h,) = list(pool._idle)
+        provider.kill(h)
+        assert wait_for(lambda: pool.metrics()["health_failures"] == 1 and pool.metrics()["idle"] == 1, timeout=30)
+        with pool.lease(timeout=30) as lease:
+            assert lease.handle.id != h.id
+            assert lease.client.health()["status"] == "ok"
+
+
+def test_accessibility_tree_from_a_gtk_app(provider):
+    if not shutil.which("mousepad"):
+        pytest.skip("mousepad not installed")
+    (h,) = provider.start(1)
+    with h.client() as c:
+        c.launch(["mousepad"])
+        assert wait_for(lambda: any("mousepad" in w["class"].lower() for w in c.windows()), timeout=20)
+        tree = wait_for(lambda: (lambda t: t if t["source"] == "atspi" and "mousepad" in t["AT"].lower() else None)(
+            c.accessibility()), timeout=30, interval=0.5)
+        if tree is None:
+            t = c.accessibility()
+            assert t["source"] == "wmctrl" and "AT-SPI unavailable" in t["message"]  # the fallback, stated
+            assert "Mousepad" in t["AT"] or "mousepad" in t["AT"].lower()
+        else:
+            assert "<application" in tree["AT"] and 'name="' in tree["AT"]
+
+
+def test_cli_up_ls_exec_screenshot_down(state_dir, tmp_path):
+    from tests.conftest import run_cli
+
+    env = {"VAGEN_SANDBOX_STATE_DIR": str(state_dir)}
+    r = run_cli("sandbox", "up", "--provider", "local", "-n", "2", "--json", env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    boxes = json.loads(r.stdout)
+    assert len(boxes) == 2 and set(boxes[0]) == {"id", "url", "token", "provider"}
+    try:
+        r = run_cli("sandbox", "ls", "--json", env=env)
+        assert {x["id"]: x["status"] for x in json.loads(r.stdout)} == {b["id"]: "ok" for b in boxes}
+        r = run_cli("sandbox", "exec", boxes[0]["id"], "--", "sh", "-c", "echo hi; exit 3", env=env)
+        assert r.returncode == 3 and r.stdout == "hi\n"
+        out = tmp_path / "shot.png"
+        r = run_cli("sandbox", "screenshot", boxes[1]["id"], str(out), env=env)
+        assert r.returncode == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        r = run_cli("sandbox", "exec", "nope", "--", "true", env=env)
+        assert r.returncode == 2 and "no sandbox" in r.stderr
+    finally:
+        r = run_cli("sandbox", "down", "--all", env=env)
+    assert r.returncode == 0
+    assert set(json.loads(r.stdout.strip().splitlines()[-1])["stopped"]) >= {b["id"] for b in boxes}
+    assert json.loads(run_cli("sandbox", "ls", "--json", env=env).stdout) == []
