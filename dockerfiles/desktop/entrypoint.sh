@@ -13,7 +13,11 @@ set -- python3 -m sandboxes.server --session --user agent --display "$VAGEN_DISP
   --host "$VAGEN_SANDBOX_HOST" --port "$VAGEN_SANDBOX_PORT" --home /home/agent \
   --home-template /opt/vagen/home-template --allow-remote "$@"
 if [ -n "${VAGEN_VNC_PORT:-}" ]; then
-  set -- "$@" --app "x11vnc -display $VAGEN_DISPLAY -noshm -forever -shared -nopw -localhost -rfbport $VAGEN_VNC_PORT -quiet"
+  # Watch-only helpers, no password: they listen on $VAGEN_VNC_HOST (loopback by default).
+  set -- "$@" --app "x11vnc -display $VAGEN_DISPLAY -noshm -forever -shared -nopw -listen ${VAGEN_VNC_HOST:-127.0.0.1} -rfbport $VAGEN_VNC_PORT -quiet"
+  if [ -n "${VAGEN_NOVNC_PORT:-}" ]; then
+    set -- "$@" --app "websockify --web /usr/share/novnc ${VAGEN_VNC_HOST:-127.0.0.1}:$VAGEN_NOVNC_PORT 127.0.0.1:$VAGEN_VNC_PORT"
+  fi
 fi
 if [ -n "${VAGEN_DESKTOP_APPS:-}" ]; then
   set -- "$@" --app "$VAGEN_DESKTOP_APPS"

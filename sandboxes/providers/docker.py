@@ -119,14 +119,15 @@ class DockerProvider(Provider):
         return handles
 
     def _run(self, sid: str, token: str, ports: dict | None = None) -> SandboxHandle:
-        ports = ports or {"server": free_port(), "cdp": free_port(), "vnc": free_port() if self.vnc else None}
+        ports = ports or {"server": free_port(), "cdp": free_port(), "vnc": free_port() if self.vnc else None,
+                          "novnc": free_port() if self.vnc else None}
         env = {"VAGEN_SANDBOX_TOKEN": token, "VAGEN_SCREEN": self.screen, **self.extra_env}
         kwargs: dict = {}
         if self.network == "host":
             env.update(VAGEN_SANDBOX_HOST="127.0.0.1", VAGEN_SANDBOX_PORT=str(ports["server"]),
                        VAGEN_CDP_PORT=str(ports["cdp"]))
             if ports.get("vnc"):
-                env["VAGEN_VNC_PORT"] = str(ports["vnc"])
+                env.update(VAGEN_VNC_PORT=str(ports["vnc"]), VAGEN_NOVNC_PORT=str(ports["novnc"]))
             kwargs["network_mode"] = "host"
         else:
             env.update(VAGEN_SANDBOX_HOST="0.0.0.0", VAGEN_SANDBOX_PORT="5000")

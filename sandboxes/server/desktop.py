@@ -133,7 +133,11 @@ def compile_actions(actions: object, screen: tuple[int, int]) -> list[list[str] 
             chain += xy(a, True)
         elif kind == "click":
             clicks = int(_num(a, "clicks", 1, lo=1, hi=3))
-            chain += xy(a, False) + ["click", "--repeat", str(clicks), "--delay", "60", button(a)]
+            b = button(a)
+            # Press/release pairs rather than `xdotool click`, which sleeps ~100 ms per click.
+            chain += xy(a, False)
+            for i in range(clicks):
+                chain += (["sleep", "0.03"] if i else []) + ["mousedown", b, "mouseup", b]
         elif kind in ("mouse_down", "mouse_up"):
             chain += xy(a, False) + ["mousedown" if kind == "mouse_down" else "mouseup", button(a)]
         elif kind == "drag":
@@ -148,10 +152,8 @@ def compile_actions(actions: object, screen: tuple[int, int]) -> list[list[str] 
             dy = int(_num(a, "dy", 0, lo=-100, hi=100))  # pyautogui: positive scrolls up
             dx = int(_num(a, "dx", 0, lo=-100, hi=100))  # positive scrolls right
             chain += xy(a, False)
-            if dy:
-                chain += ["click", "--repeat", str(abs(dy)), "--delay", "10", "4" if dy > 0 else "5"]
-            if dx:
-                chain += ["click", "--repeat", str(abs(dx)), "--delay", "10", "7" if dx > 0 else "6"]
+            for n, btn in ((dy, "4" if dy > 0 else "5"), (dx, "7" if dx > 0 else "6")):
+                chain += ["mousedown", btn, "mouseup", btn] * abs(n)  # one wheel notch per pair
         elif kind == "type":
             text = a.get("text")
             if not isinstance(text, str):
@@ -214,6 +216,7 @@ class Desktop:
         self.resets = 0
         self._dbus: dict[str, str] = {}
         self._wm: subprocess.Popen | None = None
+        self._xlocal = threading.local()  # per-thread python-xlib connections
         self.detail: dict = {}
 
     # -- environment for processes of the desktop user ------------------------------------
@@ -444,9 +447,34 @@ class Desktop:
         return self._screen
 
     def cursor_position(self) -> tuple[int, int]:
+        pos = self._xlib_pointer()
+        if pos is not None:
+            return pos
         out = _x(["xdotool", "getmouselocation", "--shell"], self.spec.display)
         vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
         return int(vals["X"]), int(vals["Y"])
+
+    def _xlib_pointer(self) -> tuple[int, int] | None:
+        """Pointer position over a cached python-xlib connection (~0.1 ms instead of an
+        xdotool process); None when python-xlib is missing or the display is gone."""
+        try:
+            from Xlib import display as xdisplay
+        except ImportError:
+            return None
+        local = self._xlocal
+        try:
+            if getattr(local, "conn", None) is None:
+                local.conn = xdisplay.Display(self.spec.display)
+            p = local.conn.screen().root.query_pointer()
+            return int(p.root_x), int(p.root_y)
+        except Exception:
+            conn, local.conn = getattr(local, "conn", None), None
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+            return None
 
     def screenshot(self, cursor: bool = True, fmt: str = "PNG") -> bytes:
         from PIL import ImageDraw, ImageGrab

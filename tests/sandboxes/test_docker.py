@@ -204,3 +204,30 @@ def _cdp_ok(port: int) -> bool:
         return "Browser" in httpx.get(f"http://127.0.0.1:{port}/json/version", timeout=2).json()
     except (httpx.HTTPError, ValueError):
         return False
+
+
+def test_vnc_and_novnc_watchers(desktop_image, state_dir):
+    import socket
+
+    from sandboxes.providers import make_provider
+
+    with make_provider("docker", image=desktop_image, vnc=True) as prov:
+        (h,) = prov.start(1)
+        ports = h.meta["ports"]
+
+        def rfb_banner() -> bytes:
+            try:
+                with socket.create_connection(("127.0.0.1", ports["vnc"]), timeout=2) as s:
+                    return s.recv(12)
+            except OSError:
+                return b""
+
+        assert wait_for(lambda: rfb_banner().startswith(b"RFB "), timeout=30, interval=0.5)
+
+        def novnc_page() -> bool:
+            try:
+                return "noVNC" in httpx.get(f"http://127.0.0.1:{ports['novnc']}/vnc.html", timeout=2).text
+            except httpx.HTTPError:
+                return False
+
+        assert wait_for(novnc_page, timeout=30, interval=0.5)

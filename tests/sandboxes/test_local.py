@@ -200,3 +200,23 @@ def test_cli_up_ls_exec_screenshot_down(state_dir, tmp_path):
     assert r.returncode == 0
     assert set(json.loads(r.stdout.strip().splitlines()[-1])["stopped"]) >= {b["id"] for b in boxes}
     assert json.loads(run_cli("sandbox", "ls", "--json", env=env).stdout) == []
+
+
+def test_remote_provider_over_running_sandboxes(provider):
+    from sandboxes.providers.remote import RemoteProvider
+
+    started = provider.start(2)
+    remote = RemoteProvider([h.url for h in started], [h.token for h in started])
+    with SandboxPool(remote, size=2, health_interval=60) as pool:
+        with pool.lease() as lease:
+            lease.client.execute("echo x > ~/remote.txt", shell=True)
+            rid = lease.handle.id
+        pool.wait_idle(2, timeout=30)  # released -> reset through the server's /reset
+        with pool.lease() as a, pool.lease() as b:
+            assert rid in {a.handle.id, b.handle.id}
+            for lease in (a, b):
+                assert lease.client.execute("ls ~/remote.txt 2>/dev/null; true", shell=True).output == ""
+        assert pool.metrics()["resets"] >= 1
+    assert all(provider.alive(h) for h in started)  # the remote provider never stops them
+    with pytest.raises(ValueError):
+        RemoteProvider([], "t")
