@@ -24,7 +24,9 @@ RUN apt-get update && apt-get upgrade -y && \
       ca-certificates curl \
       $( [ "$WITH_OFFICE" = 1 ] && echo libreoffice-calc libreoffice-writer libreoffice-gtk3 ) \
       $( [ "$WITH_VNC" = 1 ] && echo x11vnc novnc websockify ) && \
-    apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+    apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb && \
+    fc-cache -f >/dev/null
+# ^ a stale system font cache made every fresh HOME rebuild its own: xterm took ~5 s to map.
 
 RUN useradd --create-home --uid 1000 --shell /bin/bash agent && \
     mkdir -p /opt/vagen/home-template && cp -a /home/agent/. /opt/vagen/home-template/
@@ -32,11 +34,14 @@ RUN useradd --create-home --uid 1000 --shell /bin/bash agent && \
 COPY dockerfiles/desktop/ /opt/vagen/desktop/
 COPY sandboxes/__init__.py /opt/vagen/sandboxes/__init__.py
 COPY sandboxes/server/ /opt/vagen/sandboxes/server/
-RUN cp -a /opt/vagen/desktop/home/. /opt/vagen/home-template/ && \
-    install -m 0755 /opt/vagen/desktop/vagen-chromium /usr/local/bin/vagen-chromium && \
+RUN install -m 0755 /opt/vagen/desktop/vagen-chromium /usr/local/bin/vagen-chromium && \
     ln -sf /usr/local/bin/vagen-chromium /usr/local/bin/google-chrome && \
     chmod 0755 /opt/vagen/desktop/entrypoint.sh && python3 -m compileall -q /opt/vagen/sandboxes
 
+# Set by `vagen sandbox build` / the docker provider's build_image: the providers warn when an
+# image runs control-server code that differs from the checkout's.
+ARG SERVER_HASH=unknown
+LABEL org.vagen.server-hash=${SERVER_HASH}
 ENV PYTHONPATH=/opt/vagen VAGEN_SANDBOX_HOST=127.0.0.1 VAGEN_SANDBOX_PORT=5000 VAGEN_DISPLAY=:99 \
     VAGEN_SCREEN=1280x800 VAGEN_CDP_PORT=9222 VAGEN_VNC_PORT= VAGEN_NOVNC_PORT= VAGEN_VNC_HOST=127.0.0.1
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \

@@ -20,6 +20,8 @@ state (figures in benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import atexit
+import hashlib
+import logging
 import socket
 import time
 from pathlib import Path
@@ -28,6 +30,7 @@ from ..client import SandboxClient, SandboxError, SandboxUnavailable
 from .base import Provider, SandboxHandle, drop_record, new_id, new_token, save_record
 
 REPO = Path(__file__).resolve().parents[2]
+log = logging.getLogger("vagen.sandbox.docker")
 DEFAULT_IMAGE = "vagen/desktop:latest"
 LABEL = "vagen.sandbox"
 CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
@@ -53,12 +56,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_hash() -> str:
+    """Hash of the control-server sources that images copy (sandboxes/server/*.py)."""
+    h = hashlib.sha256()
+    for p in sorted((REPO / "sandboxes" / "server").glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def build_image(kind: str = "desktop", tag: str | None = None, base_image: str | None = None,
                 with_office: bool = True, log=None) -> str:
     """Build ``dockerfiles/<kind>.Dockerfile`` from the repo root (classic builder, host network)."""
     client = docker_client()
     tag = tag or f"vagen/{kind}:latest"
-    args = {"WITH_OFFICE": "1" if with_office else "0"}
+    args = {"WITH_OFFICE": "1" if with_office else "0", "SERVER_HASH": server_hash()}
     if base_image:
         args["BASE_IMAGE"] = base_image
     stream = client.api.build(path=str(REPO), dockerfile=f"dockerfiles/{kind}.Dockerfile", tag=tag, buildargs=args,
@@ -88,10 +99,14 @@ class DockerProvider(Provider):
             raise ValueError(f"reset_mode must be one of {', '.join(RESET_MODES)}, got {reset_mode!r}")
         self.client = docker_client()
         try:
-            self.client.images.get(image)
+            img = self.client.images.get(image)
         except Exception as e:
             raise SandboxUnavailable(f"image {image} not found: build it with `vagen sandbox build` "
                                      f"(or docker build -f dockerfiles/desktop.Dockerfile -t {image} .)") from e
+        built_from = (img.labels or {}).get("org.vagen.server-hash")
+        if built_from and built_from not in ("unknown", server_hash()):
+            log.warning("image %s runs control-server code %s but this checkout's is %s: rebuild it "
+                        "(vagen sandbox build)", image, built_from, server_hash())
         self.image, self.network = image, network
         self.limits = {"mem_limit": mem_limit, "nano_cpus": int(cpus * 1e9), "pids_limit": pids_limit,
                        "shm_size": shm_size}

@@ -18,6 +18,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -123,12 +124,18 @@ def compile_actions(actions: object, screen: tuple[int, int]) -> list[list[str] 
             raise ActionError(f"button must be one of {', '.join(BUTTONS)}, got {b!r}")
         return str(BUTTONS[b])
 
+    pointer_moved = False
     for a in actions:
         if not isinstance(a, dict):
             raise ActionError(f"each action must be an object, got {a!r}")
         kind = a.get("type")
         if kind not in ACTION_TYPES:
             raise ActionError(f"unknown action type {kind!r}; allowed: {', '.join(ACTION_TYPES)}")
+        if kind in ("type", "key", "key_down", "press") and pointer_moved:
+            # A click that moves the focus is processed asynchronously by the WM and the app;
+            # keys sent at once can arrive before FocusIn and the first one is lost.
+            chain += ["sleep", "0.05"]
+        pointer_moved = kind in ("click", "mouse_down", "mouse_up", "drag")
         if kind == "move":
             chain += xy(a, True)
         elif kind == "click":
@@ -216,6 +223,7 @@ class Desktop:
         self.resets = 0
         self._dbus: dict[str, str] = {}
         self._wm: subprocess.Popen | None = None
+        self._wm_dir: Path | None = None
         self._xlocal = threading.local()  # per-thread python-xlib connections
         self.detail: dict = {}
 
@@ -322,22 +330,35 @@ class Desktop:
         t = time.perf_counter()
         self._start_dbus()
         self.detail = {"dbus": round(time.perf_counter() - t, 3)}
-        self._ensure_wm()
-        self.detail["wm"] = round(time.perf_counter() - t, 3)
+        # A WM that is still starting up can sit on a client's MapRequest: xterm then waits
+        # out its 5 s map timeout (seen in strace). So on a fresh WM the apps map first and
+        # the WM adopts them; a running WM (every reset) handles new windows at once.
+        fresh_wm = self._wm is None or self._wm.poll() is not None
+        if not fresh_wm:
+            self._ensure_wm()
         if self.spec.terminal and shutil.which("xterm"):
             inner = (["tmux", "new-session", "-s", "vagen"] if shutil.which("tmux") else [])
             self._spawn(["xterm", "-ut", "-geometry", "100x30+40+40", "-fa", "DejaVu Sans Mono", "-fs", "11",
                          *(["-e", *inner] if inner else [])])
         for cmd in self.spec.apps:
             self._spawn(cmd, shell=True)
+        if fresh_wm:
+            if self.spec.terminal and shutil.which("xterm"):
+                self._wait_mapped("xterm", 10.0)
+            self._ensure_wm()
+        if self.spec.terminal and shutil.which("xterm"):
+            self._wait_mapped("xterm", 10.0)
+            # Adopted (or new) windows do not always get the focus; the terminal starts focused.
+            subprocess.run(["xdotool", "search", "--onlyvisible", "--class", "xterm", "windowactivate"],
+                           env={**os.environ, "DISPLAY": self.spec.display}, capture_output=True, timeout=5)
+        self.detail["wm"] = round(time.perf_counter() - t, 3)
         if self.spec.terminal and shutil.which("xterm") and shutil.which("wmctrl"):
             self._wait_for_window("xterm", 10.0)
         self.detail["apps"] = round(time.perf_counter() - t, 3)
 
     def _ensure_wm(self) -> None:
         """The window manager is infrastructure: it runs as the server's user (so the agent
-        cannot kill it) and survives resets; a fresh WM on every reset made the first client
-        wait seconds to be mapped."""
+        cannot kill it) and survives resets (restarting it cost time on every reset)."""
         if not self.spec.window_manager or not shutil.which(self.spec.window_manager):
             return
         if self._wm is not None and self._wm.poll() is None:
@@ -351,10 +372,20 @@ class Desktop:
                 return
 
     def _wm_home(self) -> Path:
-        """Where the WM reads its config: the template's copy, never the agent's HOME."""
-        if self.spec.home_template and Path(self.spec.home_template, ".config").is_dir():
-            return Path(self.spec.home_template)
-        return self.home
+        """A HOME for the WM that the agent cannot write (Debian's default openbox config applies)."""
+        if self._wm_dir is None:
+            self._wm_dir = Path(tempfile.mkdtemp(prefix="vagen-wm-"))
+        return self._wm_dir
+
+    def _wait_mapped(self, wm_class: str, timeout: float) -> None:
+        """Wait until a viewable window of this class exists (no window manager needed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = subprocess.run(["xdotool", "search", "--onlyvisible", "--class", wm_class],
+                               env={**os.environ, "DISPLAY": self.spec.display}, capture_output=True, timeout=5)
+            if r.returncode == 0 and r.stdout.strip():
+                return
+            time.sleep(0.02)
 
     def _wait_for_window(self, wm_class: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -435,6 +466,9 @@ class Desktop:
                 if getattr(self, attr) is not None:
                     _kill_tree(getattr(self, attr))
                     setattr(self, attr, None)
+            if self._wm_dir is not None:
+                shutil.rmtree(self._wm_dir, ignore_errors=True)
+                self._wm_dir = None
 
     # -- queries ---------------------------------------------------------------------------
     def alive(self) -> bool:

@@ -84,6 +84,9 @@ def test_desktop_container_is_unprivileged_and_limited(desktop_image, state_dir)
             assert c.execute("ls ~/note.txt 2>/dev/null; true", shell=True).output == ""
             assert not any(w["title"] == "stray" for w in c.windows())
             assert "docker-hello" not in (c.terminal() or "")
+        from sandboxes.providers.docker import server_hash
+
+        assert prov.client.images.get(desktop_image).labels["org.vagen.server-hash"] == server_hash()
         hc = prov.client.api.inspect_container(h.meta["container"])["HostConfig"]
         assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"][0]
         assert hc["Memory"] == 2 * 1024**3 and hc["PidsLimit"] == 1024 and hc["NanoCpus"] == 10**9

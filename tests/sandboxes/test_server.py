@@ -223,7 +223,7 @@ def test_compile_actions_chains_xdotool_and_splits_after_type():
         {"type": "drag", "from": [1, 2], "x": 30, "y": 40},
         {"type": "press", "key": "enter", "presses": 2},
     ], (100, 100))
-    assert plan[0] == ["mousemove", "10", "20", "mousedown", "1", "mouseup", "1",
+    assert plan[0] == ["mousemove", "10", "20", "mousedown", "1", "mouseup", "1", "sleep", "0.05",
                        "type", "--delay", "4", "--", "hi there"]
     assert compile_actions([{"type": "click", "clicks": 2, "button": "right"}], (100, 100)) == [
         ["mousedown", "3", "mouseup", "3", "sleep", "0.03", "mousedown", "3", "mouseup", "3"]]
@@ -231,7 +231,7 @@ def test_compile_actions_chains_xdotool_and_splits_after_type():
     assert plan[2] == 0.1
     assert plan[3] == ["mousedown", "5", "mouseup", "5"] * 3 + [
         "mousemove", "1", "2", "mousedown", "1", "mousemove", "30", "40", "mouseup", "1",
-        "key", "--repeat", "2", "--delay", "20", "Return"]
+        "sleep", "0.05", "key", "--repeat", "2", "--delay", "20", "Return"]
     assert keysym("Enter") == "Return" and keysym("+") == "plus" and keysym("a") == "a" and keysym("F5") == "F5"
     with pytest.raises(ActionError):
         compile_actions([{"type": "wait", "seconds": 99}], (100, 100))
