@@ -337,10 +337,10 @@ class Handler(BaseHTTPRequestHandler):
         timeout = data.get("timeout_seconds", 30)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise HttpError(400, "'timeout_seconds' must be a non-negative number")
-        opener = shutil.which("xdg-open") or shutil.which("mousepad")
-        if opener is None:
-            raise HttpError(503, "no opener (xdg-open) installed in the sandbox")
-        subprocess.Popen([opener, str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        argv = _opener(path)
+        if argv is None:
+            raise HttpError(503, f"no application to open {path.suffix or 'this file'} (and no xdg-open)")
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, **self.server.desktop.popen_kwargs())
         names = [data["window_name"]] if data.get("window_name") else [path.name, path.stem]
         deadline = time.monotonic() + min(float(timeout), self.server.config.max_command_timeout)
@@ -524,6 +524,28 @@ class Handler(BaseHTTPRequestHandler):
         data = out.read_bytes()
         out.unlink(missing_ok=True)
         self.send_bytes(data, "video/mp4", headers={"Content-Disposition": 'attachment; filename="recording.mp4"'})
+
+
+# OSWorld's Ubuntu opens text in an editor, office files in LibreOffice and web pages in
+# Chrome; xdg-open without a desktop environment falls back to `run-mailcap` (text in `more`
+# inside an xterm), so the server picks the application itself where it can.
+OPENERS = [
+    ({".txt", ".md", ".py", ".json", ".log", ".sh", ".yaml", ".yml", ".ini", ".cfg", ".xml", ".tex"},
+     [["mousepad"]]),
+    ({".odt", ".doc", ".docx", ".rtf"}, [["libreoffice", "--writer"]]),
+    ({".ods", ".xls", ".xlsx", ".csv"}, [["libreoffice", "--calc"]]),
+    ({".odp", ".ppt", ".pptx"}, [["libreoffice", "--impress"]]),
+    ({".html", ".htm", ".pdf", ".svg"}, [["vagen-chromium"], ["chromium"]]),
+]
+
+
+def _opener(path: Path) -> list[str] | None:
+    for suffixes, candidates in OPENERS:
+        if path.suffix.lower() in suffixes:
+            for argv in candidates:
+                if shutil.which(argv[0]):
+                    return [*argv, str(path)]
+    return ["xdg-open", str(path)] if shutil.which("xdg-open") else None
 
 
 def _killpg(p: subprocess.Popen) -> None:

@@ -220,3 +220,25 @@ def test_remote_provider_over_running_sandboxes(provider):
     assert all(provider.alive(h) for h in started)  # the remote provider never stops them
     with pytest.raises(ValueError):
         RemoteProvider([], "t")
+
+
+def test_open_file_activate_close_and_a11y_text(provider):
+    if not shutil.which("mousepad"):
+        pytest.skip("mousepad not installed")
+    (h,) = provider.start(1)
+    with h.client() as c:
+        c.upload("~/doc.txt", b"hello from vagen")
+        assert "successfully" in c.open_file("~/doc.txt", timeout=30)
+        assert any("doc.txt" in w["title"] and "mousepad" in w["class"].lower() for w in c.windows())
+        tree = wait_for(lambda: (lambda t: t if "hello from vagen" in t["AT"] else None)(c.accessibility()),
+                        timeout=20, interval=0.5)
+        assert tree and tree["source"] == "atspi"  # the document text, read through AT-SPI
+        assert c.activate_window("xterm", by_class=True).startswith("Window activated")
+        assert c.close_window("doc.txt").startswith("Window closed")
+        assert wait_for(lambda: not any("doc.txt" in w["title"] for w in c.windows()))
+        from sandboxes.client import SandboxRequestError
+
+        with pytest.raises(SandboxRequestError):
+            c.activate_window("no-such-window")
+        with pytest.raises(SandboxRequestError):
+            c.open_file("~/missing.txt")
