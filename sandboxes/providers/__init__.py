@@ -24,5 +24,22 @@ def make_provider(name: str, **kwargs) -> Provider:
     raise ValueError(f"unknown sandbox provider {name!r}; allowed: {', '.join(PROVIDERS)}")
 
 
-__all__ = ["PROVIDERS", "Provider", "SandboxHandle", "drop_record", "load_records", "make_provider", "save_record",
+def provider_from_config(cfg) -> Provider:
+    """A provider from a `sandbox:` config section (any object with its attributes, e.g.
+    `vagen.config.SandboxConfig`). The remote token comes from the `token_env` variable."""
+    import os
+
+    size = f"{cfg.screen_width}x{cfg.screen_height}"
+    if cfg.provider == "local":
+        return make_provider("local", size=size)
+    if cfg.provider == "docker":
+        return make_provider("docker", image=cfg.image, network=cfg.network, reset_mode=cfg.reset_mode,
+                             screen=size, mem_limit=cfg.mem_limit, cpus=cfg.cpus)
+    token = os.environ.get(cfg.token_env, "")
+    if not token:
+        raise ValueError(f"sandbox.provider=remote needs the token in ${cfg.token_env}")
+    return make_provider("remote", urls=list(cfg.urls), token=token)
+
+
+__all__ = ["PROVIDERS", "Provider", "provider_from_config", "SandboxHandle", "drop_record", "load_records", "make_provider", "save_record",
            "state_dir"]

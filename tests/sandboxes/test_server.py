@@ -280,3 +280,18 @@ def test_concurrent_requests_are_served(server):
         t.join()
     assert results == ["ok\n"] * 4
     assert time.monotonic() - t0 < 1.8  # ran in parallel, not one after another
+
+
+def test_provider_from_config(monkeypatch):
+    from sandboxes.providers import provider_from_config
+    from vagen.config.schema import SandboxConfig
+
+    cfg = SandboxConfig(provider="remote", urls=["http://127.0.0.1:1"])
+    monkeypatch.delenv("VAGEN_SANDBOX_TOKEN", raising=False)
+    with pytest.raises(ValueError, match="VAGEN_SANDBOX_TOKEN"):
+        provider_from_config(cfg)
+    monkeypatch.setenv("VAGEN_SANDBOX_TOKEN", "t")
+    prov = provider_from_config(cfg)
+    assert prov.name == "remote" and prov.handles[0].url == "http://127.0.0.1:1"
+    with pytest.raises(Exception, match="reset_mode"):
+        SandboxConfig(provider="docker", reset_mode="snapshot")

@@ -156,8 +156,16 @@ class SandboxConfig(Section):
     provider: Literal["local", "docker", "remote"] = "local"
     num: int = Field(1, ge=1)
     urls: list[str] = Field(default_factory=list)
+    # The remote sandboxes' token is read from this environment variable (never from a file
+    # that may be committed).
+    token_env: str = "VAGEN_SANDBOX_TOKEN"
     screen_width: int = Field(1280, ge=64)
     screen_height: int = Field(800, ge=64)
+    image: str = "vagen/desktop:latest"
+    network: Literal["host", "bridge"] = "host"
+    reset_mode: Literal["inplace", "restart", "recreate"] = "inplace"
+    mem_limit: str = "2g"
+    cpus: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
     def _remote_needs_urls(self):
