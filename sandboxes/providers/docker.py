@@ -82,7 +82,11 @@ def build_image(kind: str = "desktop", tag: str | None = None, base_image: str |
             if log is not None:
                 log(line.rstrip())
         if "error" in chunk:
-            raise SandboxError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail[-20:]))
+            hint = ""
+            if not base_image and any(k in chunk["error"] for k in ("pull", "registry", "dial tcp", "not found")):
+                hint = ("\nno registry reachable? build a base image with scripts/build-base-image.sh and pass "
+                        "--base-image vagen/debian:bookworm")
+            raise SandboxError(f"building {tag} failed: {chunk['error']}{hint}\n" + "\n".join(tail[-20:]))
     return tag
 
 
