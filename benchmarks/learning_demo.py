@@ -52,17 +52,22 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=800)
     ap.add_argument("--out", default="runs/learning_demo")
     ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train")
+    ap.add_argument("--observation", default="text", choices=["text", "image"],
+                    help="what the agent sees (image: the rendered frame through the vision tower)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
     args.demos = args.demos or (1500 if sokoban else 300)
     args.sft_steps = args.sft_steps or (2000 if sokoban else 600)
-    base = ROOT / args.out / args.env
+    base = ROOT / args.out / (args.env if args.observation == "text" else f"{args.env}-{args.observation}")
+    # Images: 28 px cells, so each cell is one merged 2x2-patch visual token of the Qwen-VL processor.
+    obs = [] if args.observation == "text" else [f"env.params.observation={args.observation}", "env.params.cell_px=28"]
     out = base / args.advantage
     demos = base / f"demos-n{args.demos}"
-    env_opts = {"frozenlake": ["observation=text", "max_actions_per_turn=1", "max_turns=8"],
-                "sokoban": ["observation=text", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
+    env_opts = {"frozenlake": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=8"],
+                "sokoban": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
                             "min_solution_length=3", "max_solution_length=10", "reward=sparse"]}[args.env]
+    env_opts += ["cell_px=28"] if args.observation == "image" else []
     t0 = time.perf_counter()
     if not (demos / "samples.jsonl").exists():
         sh(["demos", args.env, "--n", str(args.demos), "--out", str(demos), "--format", "no_think",
@@ -75,7 +80,7 @@ def main() -> None:
         if not (sft_dir / "start_eval.json").exists():
             sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
                 "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", "model.device=cpu", f"seed={seed}", "log_every=100"])
-            start = evaluate(args.env, str(sft_dir / "final"), args.episodes, [])
+            start = evaluate(args.env, str(sft_dir / "final"), args.episodes, obs)
             (sft_dir / "start_eval.json").write_text(json.dumps({**start, "sft_s": time.perf_counter() - ts}))
         start = json.loads((sft_dir / "start_eval.json").read_text())
         t_sft = start.pop("sft_s")
@@ -84,10 +89,10 @@ def main() -> None:
         shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, never a resumed one
         sh(["train", args.env, "preset=demo", f"model.path={sft_dir / 'final'}", f"trainer.out_dir={run_dir}",
             f"trainer.steps={args.rl_steps}", f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
-            "trainer.tensorboard=false", *args.rl])
+            "trainer.tensorboard=false", *obs, *args.rl])
         t_rl = time.perf_counter() - tr0
         final = sorted((run_dir / "checkpoints").glob("step_*"))[-1] / "model"
-        end = evaluate(args.env, str(final), args.episodes, [])
+        end = evaluate(args.env, str(final), args.episodes, obs)
         rows.append({"seed": seed, "start": start, "end": end, "gain_sampled": end["sampled"] - start["sampled"],
                      "gain_greedy": end["greedy"] - start["greedy"], "sft_s": round(t_sft, 1), "rl_s": round(t_rl, 1)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
