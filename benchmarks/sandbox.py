@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandboxes.providers import make_provider  # noqa: E402
+from sandboxes.server.desktop import display_pids, parent_pid  # noqa: E402
 
 GOAL_RESET_S = 2.0
 GOAL_STEP_MS = 150.0
@@ -37,52 +38,33 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def tree_rss(pid: int) -> int:
-    """RSS (bytes) of a process and all its descendants, from /proc."""
+def rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def local_sandbox_rss(server_pid: int, display: str) -> int:
+    """RSS (bytes) of a local sandbox: the server's process tree plus every process whose
+    environment names its display (apps the agent daemonised), each process counted once."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            ppid = parent_pid(int(entry))
+            if ppid is not None:
                 children.setdefault(ppid, []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    total, stack, seen = 0, [pid], set()
+    tree, stack = set(), [server_pid]
     while stack:
         p = stack.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        stack.extend(children.get(p, []))
-    # Desktop apps run in their own sessions; count what has this sandbox's display too.
-    return total
-
-
-def display_rss(display: str) -> int:
-    total = 0
-    marker = b"\0DISPLAY=" + display.encode() + b"\0"
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker not in b"\0" + f.read() + b"\0":
-                    continue
-            with open(f"/proc/{entry}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
+        if p not in tree:
+            tree.add(p)
+            stack.extend(children.get(p, []))
+    return sum(rss(p) for p in tree | set(display_pids(display)))
 
 
 def step_latencies(client, n: int) -> tuple[list[float], list[float], list[float]]:
@@ -122,7 +104,7 @@ def bench(provider_name: str, n: int, steps: int, resets: int) -> dict:
         out.update(reset_inplace_s_p50=round(statistics.median(times), 3), reset_inplace_s_max=round(max(times), 3))
         time.sleep(1.0)
         if provider_name == "local":
-            out["memory_mib"] = round((tree_rss(int(h.meta["pid"])) + display_rss(h.meta["display"])) / 2**20, 1)
+            out["memory_mib"] = round(local_sandbox_rss(int(h.meta["pid"]), h.meta["display"]) / 2**20, 1)
         else:
             out["memory_mib"] = round(prov.stats(h)["memory_bytes"] / 2**20, 1)
             # Snapshot/commit: committing keeps files only (no processes, no X state), so a

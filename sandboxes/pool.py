@@ -138,6 +138,11 @@ class SandboxPool:
         with self._cv:
             self._reset_s.append(time.perf_counter() - t0)
             self.counters["resets"] += 1
+        self._back_to_idle(fresh)
+
+    def _back_to_idle(self, fresh: SandboxHandle) -> None:
+        """A reset or replacement finished: hand `fresh` to waiting leases (or stop it if closed)."""
+        with self._cv:
             self._busy -= 1
             if self._closed:
                 self.provider.stop(fresh)
@@ -179,13 +184,7 @@ class SandboxPool:
                 self._busy -= 1
                 self._cv.notify_all()
             return
-        with self._cv:
-            self._busy -= 1
-            if self._closed:
-                self.provider.stop(fresh)
-                return
-            self._idle.append(fresh)
-            self._cv.notify_all()
+        self._back_to_idle(fresh)
 
     def _watch(self, interval: float) -> None:
         while True:

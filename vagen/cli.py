@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sandboxes.cli import sandbox_app
+from sandboxes.server.app import is_loopback
 from vagen import __version__
 
 app = typer.Typer(help="VAGEN: train and evaluate vision-language-model agents with RL.",
@@ -255,15 +255,6 @@ def chat(
 
 
 # -- serve -----------------------------------------------------------------------
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @app.command("serve")
 def serve(
     model: str = typer.Option("tiny", "--model", "-m", help="Policy spec to serve (tiny, hf:<path>, vllm:<path>, ...)."),
@@ -282,7 +273,7 @@ def serve(
     from vagen.serve import create_app
 
     api_key = os.environ.get(api_key_env) or None
-    if not _is_loopback(host) and api_key is None:
+    if not is_loopback(host) and api_key is None:
         _fail(f"refusing to bind {host} without an API key: set ${api_key_env} or bind 127.0.0.1")
     try:
         backend, _ = parse_policy_spec(model)

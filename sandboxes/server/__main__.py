@@ -8,7 +8,6 @@ stop the server and tear the owned session down (Xvfb, window manager, apps).
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import logging
 import os
@@ -17,17 +16,8 @@ import sys
 import threading
 import time
 
-from .app import ControlServer, ServerConfig
+from .app import ControlServer, ServerConfig, is_loopback
 from .desktop import Desktop, DesktopError, SessionSpec
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -71,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if not token:
         print("error: no token: set VAGEN_SANDBOX_TOKEN or pass --token-file", file=sys.stderr)
         return 2
-    if not _is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         print(f"error: refusing to bind {args.host} (not loopback) without --allow-remote", file=sys.stderr)
         return 2
     w, _, h = args.size.partition("x")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import hmac
+import ipaddress
 import json
 import logging
 import os
@@ -72,6 +73,16 @@ class ServerConfig:
     a11y_python: str | None = None      # a python with pyatspi; found automatically when None
     a11y_timeout: float = 30.0
     recordings_dir: str = "/tmp"
+
+
+def is_loopback(host: str) -> bool:
+    """True for "localhost" and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class HttpError(Exception):

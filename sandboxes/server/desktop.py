@@ -336,24 +336,26 @@ class Desktop:
         fresh_wm = self._wm is None or self._wm.poll() is not None
         if not fresh_wm:
             self._ensure_wm()
-        if self.spec.terminal and shutil.which("xterm"):
+        terminal = self.spec.terminal and shutil.which("xterm") is not None
+        if terminal:
             inner = (["tmux", "new-session", "-s", "vagen"] if shutil.which("tmux") else [])
             self._spawn(["xterm", "-ut", "-geometry", "100x30+40+40", "-fa", "DejaVu Sans Mono", "-fs", "11",
                          *(["-e", *inner] if inner else [])])
         for cmd in self.spec.apps:
             self._spawn(cmd, shell=True)
         if fresh_wm:
-            if self.spec.terminal and shutil.which("xterm"):
+            if terminal:
                 self._wait_mapped("xterm", 10.0)
             self._ensure_wm()
-        if self.spec.terminal and shutil.which("xterm"):
-            self._wait_mapped("xterm", 10.0)
+        self.detail["wm"] = round(time.perf_counter() - t, 3)
+        if terminal:
+            if shutil.which("wmctrl"):
+                self._wait_for_window("xterm", 10.0)  # managed by the WM
+            else:
+                self._wait_mapped("xterm", 10.0)
             # Adopted (or new) windows do not always get the focus; the terminal starts focused.
             subprocess.run(["xdotool", "search", "--onlyvisible", "--class", "xterm", "windowactivate"],
                            env={**os.environ, "DISPLAY": self.spec.display}, capture_output=True, timeout=5)
-        self.detail["wm"] = round(time.perf_counter() - t, 3)
-        if self.spec.terminal and shutil.which("xterm") and shutil.which("wmctrl"):
-            self._wait_for_window("xterm", 10.0)
         self.detail["apps"] = round(time.perf_counter() - t, 3)
 
     def _ensure_wm(self) -> None:
@@ -609,28 +611,24 @@ def _x_alive(display: str) -> bool:
 
 
 def _kill_tree(p: subprocess.Popen) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a short grace period."""
+    """SIGTERM the process group (every session process starts its own), SIGKILL what is
+    left after a short grace period."""
     if p.poll() is not None:
         return
-    try:
-        pgid = os.getpgid(p.pid)
-    except ProcessLookupError:
-        return
-    own = pgid == os.getpgid(0)
     for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
         try:
-            p.send_signal(sig) if own else os.killpg(pgid, sig)
+            os.killpg(p.pid, sig)
         except (ProcessLookupError, PermissionError):
             return
         try:
             p.wait(timeout=wait)
-            if not own:
-                os.killpg(pgid, signal.SIGKILL)  # children left in the group
-            return
         except subprocess.TimeoutExpired:
             continue
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # children left in the group
         except (ProcessLookupError, PermissionError):
-            return
+            pass
+        return
 
 
 def _empty_dir(path: Path) -> None:
@@ -660,31 +658,48 @@ def _remove_owned(root: Path, uid: int) -> None:
             pass
 
 
+def parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def display_pids(display: str) -> list[int]:
+    """Processes (that we may read) whose environment names `display`."""
+    marker = b"\0DISPLAY=" + display.encode() + b"\0"
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker in b"\0" + f.read() + b"\0":
+                    out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
 def sweep_display(display: str, keep: set[int] = frozenset()) -> int:
     """SIGKILL every process (that we may signal) whose environment names `display`.
 
     Apps the agent started with setsid/nohup or that daemonise escape process groups, not
     this. Never touches the caller or its ancestors. Returns how many were killed.
     """
-    marker = b"\0DISPLAY=" + display.encode() + b"\0"
     keep = set(keep)
-    pid = os.getpid()
-    while pid > 1:
+    pid: int | None = os.getpid()
+    while pid is not None and pid > 1:
         keep.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
+        pid = parent_pid(pid)
     killed = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in keep:
+    for pid in display_pids(display):
+        if pid in keep:
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker in b"\0" + f.read() + b"\0":
-                    os.kill(int(entry), signal.SIGKILL)
-                    killed += 1
-        except (OSError, ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
             continue
     return killed
