@@ -47,3 +47,5 @@ register("sokoban", "envs.sokoban.env:SokobanEnv",
          "Sokoban: push every box onto a target (procedural, always-solvable levels)")
 register("frozenlake", "envs.frozenlake.env:FrozenLakeEnv",
          "FrozenLake: reach the goal across the ice without falling into a hole")
+register("osworld", "envs.osworld.env:OSWorldEnv",
+         "OSWorld desktop tasks (OSWorld JSON: setup, evaluators) on a sandboxed desktop; bundled osworld-lite")

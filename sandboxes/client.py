@@ -221,9 +221,18 @@ class SandboxClient:
     def windows(self) -> list[dict]:
         return self._json("GET", "/windows")["windows"]
 
-    def input(self, actions: list[dict]) -> dict:
-        """Run structured actions (see ``sandboxes.server.ACTION_TYPES``) in one request."""
-        return self._json("POST", "/input", json={"actions": actions}, retry=False)
+    def input(self, actions: list[dict], settle: dict | None = None) -> dict:
+        """Run structured actions (see ``sandboxes.server.ACTION_TYPES``) in one request; with
+        ``settle={"timeout": s, "quiet": s}`` the server then waits for the screen to settle."""
+        body: dict = {"actions": actions}
+        if settle is not None:
+            body["settle"] = settle
+        extra = float(settle.get("timeout", 2.0)) if settle else 0.0
+        return self._json("POST", "/input", json=body, retry=False, timeout=self.timeout + extra)
+
+    def settle(self, timeout: float = 2.0, quiet: float = 0.15) -> dict:
+        """Wait until the screen stops changing (at most ``timeout`` s)."""
+        return self._json("GET", "/settle", params={"timeout": timeout, "quiet": quiet}, timeout=self.timeout + timeout)
 
     def reset(self, timeout: float = 60.0) -> dict:
         return self._json("POST", "/reset", timeout=timeout, retry=False)

@@ -24,6 +24,8 @@ models_app = typer.Typer(help="Build model checkpoints offline.", no_args_is_hel
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
 app.add_typer(sandbox_app, name="sandbox")
+osworld_app = typer.Typer(help="OSWorld tasks: check what this machine can run, list a suite.", no_args_is_help=True)
+app.add_typer(osworld_app, name="osworld")
 
 console = Console(stderr=True)
 
@@ -94,6 +96,44 @@ def models_tiny(
 
 
 # -- envs and demonstrations -------------------------------------------------------
+# -- osworld ---------------------------------------------------------------------
+@osworld_app.command("check")
+def osworld_check(
+    tasks: str = typer.Argument(..., help="A folder of OSWorld task JSON files, or a bundled suite (osworld-lite)."),
+    cache: list[Path] | None = typer.Option(None, "--cache", help="Extra file-cache folders for `download` steps."),
+    probe: bool = typer.Option(False, "--probe", help="Try uncached URLs over the network (off by default)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+) -> None:
+    """Report, per task, what this machine cannot run (uncached downloads, missing apps, unimplemented
+    getters/metrics, unsupported setup steps). Loads every file; never runs a task."""
+    from envs.osworld.check import check_dir, format_report
+    from envs.osworld.controller import FileCache
+
+    try:
+        reports = check_dir(tasks, FileCache([Path(c) for c in cache or []]), probe=probe)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2))
+    else:
+        print(format_report(reports))
+    if any(r.status == "invalid" for r in reports):
+        raise typer.Exit(1)
+
+
+@osworld_app.command("list")
+def osworld_list(tasks: str = typer.Argument("osworld-lite", help="A bundled suite or a folder of task files.")) -> None:
+    """The tasks of a suite: domain, id, feasibility, instruction."""
+    from envs.osworld.tasks import TaskFormatError, load_suite
+
+    try:
+        suite = load_suite(tasks)
+    except (FileNotFoundError, TaskFormatError) as e:
+        _fail(str(e))
+    for t in suite:
+        print(f"{t.domain}\t{t.id}\t{'feasible' if t.feasible else 'infeasible'}\t{t.instruction}")
+
+
 @app.command("envs")
 def envs_list() -> None:
     """List the registered environments."""

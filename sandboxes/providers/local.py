@@ -29,6 +29,7 @@ from pathlib import Path
 from ..client import SandboxUnavailable
 from ..server.desktop import display_in_use, sweep_display
 from .base import Provider, SandboxHandle, drop_record, new_id, new_token, save_record
+from .docker import free_port
 
 _ALLOC_LOCK = threading.Lock()
 
@@ -105,7 +106,8 @@ class LocalProvider(Provider):
             argv += ["--app", app]
         if not self.detach:
             argv.append("--exit-with-parent")
-        env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "PYTHONPATH": _import_root()}
+        cdp_port = free_port()  # Chromium's DevTools port for this sandbox (vagen-chromium / OSWorld getters)
+        env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "PYTHONPATH": _import_root(), "VAGEN_CDP_PORT": str(cdp_port)}
         env.pop("DISPLAY", None)
         with open(log, "wb") as logf:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL, env=env,
@@ -122,7 +124,7 @@ class LocalProvider(Provider):
         p.stdout.close()
         h = SandboxHandle(sid, ready["url"], token, self.name,
                           {"pid": p.pid, "display": f":{num}", "tmpdir": str(tmp), "log": str(log),
-                           "detached": self.detach})
+                           "detached": self.detach, "cdp_port": cdp_port})
         self._procs[sid] = p
         self._mine[sid] = h
         save_record(h)

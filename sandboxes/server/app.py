@@ -21,6 +21,8 @@ Routes (OSWorld-compatible request and response shapes unless noted):
     POST /input                  {"actions": [{"type": "click", "x", "y"}, ...]}            (ours)
     POST /reset                  in-place reset of an owned session                           (ours)
     GET  /windows                top-level windows (wmctrl)                                   (ours)
+    GET  /settle?timeout=&quiet= wait until the screen stops changing -> {"settled", "waited"}  (ours)
+                                 (/input takes "settle": {...} too: act, then wait, one request)
 
 Differences from OSWorld's server, by design: every route needs ``Authorization: Bearer
 <token>`` (401 otherwise; compared in constant time); it binds 127.0.0.1 unless told
@@ -334,8 +336,7 @@ class Handler(BaseHTTPRequestHandler):
     def launch(self) -> None:
         command, shell = self._command(self.json())
         try:
-            subprocess.Popen(command, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True, **self.server.desktop.popen_kwargs())
+            self.server.desktop.spawn(command, shell=shell)
         except (FileNotFoundError, PermissionError) as e:
             raise HttpError(404, f"cannot launch: {e}") from None
         self.send_text(f"{command if shell else ' '.join(command)} launched successfully")
@@ -351,8 +352,7 @@ class Handler(BaseHTTPRequestHandler):
         argv = _opener(path)
         if argv is None:
             raise HttpError(503, f"no application to open {path.suffix or 'this file'} (and no xdg-open)")
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, **self.server.desktop.popen_kwargs())
+        self.server.desktop.spawn(argv)
         names = [data["window_name"]] if data.get("window_name") else [path.name, path.stem]
         deadline = time.monotonic() + min(float(timeout), self.server.config.max_command_timeout)
         while True:
@@ -487,7 +487,26 @@ class Handler(BaseHTTPRequestHandler):
 
     def input(self) -> None:
         data = self.json()
-        self.send_json({"status": "success", **self.server.desktop.run_actions(data.get("actions"))})
+        settle = data.get("settle")
+        if settle is not None and not isinstance(settle, dict):
+            raise HttpError(400, "'settle' must be an object {timeout, quiet}")
+        out = self.server.desktop.run_actions(data.get("actions"))
+        if settle is not None:
+            out["settle"] = self.server.desktop.settle(*self._settle_args(settle))
+        self.send_json({"status": "success", **out})
+
+    def settle(self) -> None:
+        self.send_json(self.server.desktop.settle(*self._settle_args(self.query)))
+
+    @staticmethod
+    def _settle_args(d: dict) -> tuple[float, float]:
+        try:
+            timeout, quiet = float(d.get("timeout", 2.0)), float(d.get("quiet", 0.15))
+        except (TypeError, ValueError):
+            raise HttpError(400, "settle timeout/quiet must be numbers") from None
+        if not (0 <= timeout <= 30 and 0 <= quiet <= 5):
+            raise HttpError(400, "settle timeout must be in [0, 30] s and quiet in [0, 5] s")
+        return timeout, quiet
 
     def reset(self) -> None:
         self.body()
@@ -601,6 +620,7 @@ ROUTES = {
     ("GET", "/cursor_position"): Handler.cursor_position,
     ("GET", "/platform"): Handler.platform,
     ("GET", "/windows"): Handler.windows,
+    ("GET", "/settle"): Handler.settle,
     ("POST", "/input"): Handler.input,
     ("POST", "/reset"): Handler.reset,
     ("POST", "/start_recording"): Handler.start_recording,

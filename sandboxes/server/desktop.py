@@ -168,9 +168,13 @@ def compile_actions(actions: object, screen: tuple[int, int]) -> list[list[str] 
             if len(text) > MAX_TEXT:
                 raise ActionError(f"text longer than {MAX_TEXT} characters")
             delay_ms = int(_num(a, "interval", 0.004, lo=0, hi=1) * 1000)
-            if text:
-                chain += ["type", "--delay", str(delay_ms), "--", text]
-                flush()
+            # xdotool types "\n" as the Linefeed keysym, which GTK text views ignore: send Return.
+            for k, part in enumerate(text.replace("\r\n", "\n").split("\n")):
+                if k:
+                    chain += ["key", "Return"]
+                if part:
+                    chain += ["type", "--delay", str(delay_ms), "--", part]
+                    flush()
         elif kind == "key":
             keys = a.get("keys", a.get("key"))
             keys = [keys] if isinstance(keys, str) else keys
@@ -301,6 +305,13 @@ class Desktop:
                              stderr=subprocess.DEVNULL, start_new_session=True, **self.popen_kwargs())
         self._procs.append(p)
         return p
+
+    def spawn(self, argv: list[str] | str, shell: bool = False) -> subprocess.Popen:
+        """Start an app in the session, tracked: reset and close kill its process group.
+        (Chromium rewrites /proc/PID/environ for its process title, so the DISPLAY sweep
+        alone cannot find it.) Exited leaders stay listed until the reset: their groups may
+        still hold what they started (xdg-open -> the app)."""
+        return self._spawn(argv, shell)
 
     def _start_dbus(self) -> None:
         """A session bus for the desktop user, so GTK apps and Chromium expose AT-SPI."""
@@ -454,6 +465,8 @@ class Desktop:
             self._wait_for_x(20.0)
             self._prepare_home()
             _x(["xdotool", "mousemove", str(self.spec.width // 2), str(self.spec.height // 2)], self.spec.display)
+            if shutil.which("xset"):  # the X server outlives resets: put its user settings back
+                _x(["xset", "s", "default", "b", "on", "r", "on", "r", "rate", "660", "25"], self.spec.display)
             mark("restore_home")
             self._start_apps()
             mark("start_apps")
@@ -527,6 +540,33 @@ class Desktop:
         buf = io.BytesIO()
         img.save(buf, format=fmt, compress_level=1) if fmt == "PNG" else img.save(buf, format=fmt)
         return buf.getvalue()
+
+    def settle(self, timeout: float = 2.0, quiet: float = 0.15, interval: float = 0.05) -> dict:
+        """Wait until the screen stops changing: readiness instead of a fixed sleep.
+
+        Grabs frames (no cursor) every ``interval`` s and returns once none changed for
+        ``quiet`` s, or after ``timeout`` s with ``settled: false`` (a spinner, a video).
+        """
+        import hashlib
+
+        from PIL import ImageGrab
+
+        t0 = time.monotonic()
+        last, since, frames = None, t0, 0
+        while True:
+            try:
+                digest = hashlib.blake2b(ImageGrab.grab(xdisplay=self.spec.display).tobytes(), digest_size=16).digest()
+            except OSError as e:
+                raise DesktopError(f"screenshot failed on {self.spec.display}: {e}") from e
+            frames += 1
+            now = time.monotonic()
+            if digest != last:
+                last, since = digest, now
+            elif now - since >= quiet:
+                return {"settled": True, "waited": round(now - t0, 4), "frames": frames}
+            if now - t0 >= timeout:
+                return {"settled": False, "waited": round(now - t0, 4), "frames": frames}
+            time.sleep(interval)
 
     def windows(self) -> list[dict]:
         """Top-level windows from the window manager (id, desktop, x, y, w, h, class, title)."""
@@ -614,6 +654,12 @@ def _kill_tree(p: subprocess.Popen) -> None:
     """SIGTERM the process group (every session process starts its own), SIGKILL what is
     left after a short grace period."""
     if p.poll() is not None:
+        # The leader is gone (xdg-open, a `sh -c` wrapper) but what it started may live on
+        # in its group: a group id is never reused while members remain.
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         return
     for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
         try:

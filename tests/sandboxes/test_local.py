@@ -117,6 +117,25 @@ def test_recording_and_structured_input_latency(provider):
         assert sorted(times)[5] < 0.15
 
 
+def test_settle_waits_for_the_screen_and_reset_kills_launched_apps(provider):
+    (h,) = provider.start(1)
+    with h.client() as c:
+        quiet = c.settle(timeout=2.0, quiet=0.1)
+        assert quiet["settled"] and quiet["waited"] < 1.0
+        # a screen that keeps changing (a clock redrawn every 50 ms) never settles: timeout reported
+        c.launch("while :; do xsetroot -solid \"#$(shuf -i 100000-999999 -n1)\"; sleep 0.05; done", shell=True)
+        busy = c.settle(timeout=0.6, quiet=0.2)
+        assert not busy["settled"] and 0.5 < busy["waited"] < 1.5
+        out = c.input([{"type": "move", "x": 10, "y": 10}], settle={"timeout": 0.3, "quiet": 0.1})
+        assert out["settle"]["settled"] is False
+        # an app that hides its environment (Chromium rewrites /proc/PID/environ) is still killed on reset
+        c.launch(["env", "-i", "bash", "-c", "exec -a vagen-hidden-app sleep 300"])  # no DISPLAY to sweep by
+        assert wait_for(lambda: c.execute(["pgrep", "-f", "vagen-hidden-app"]).returncode == 0)
+        c.reset()
+        assert c.execute(["pgrep", "-f", "vagen-hidden-app"]).returncode == 1
+        assert c.settle(timeout=2.0, quiet=0.1)["settled"]  # the colour loop died with the reset too
+
+
 def test_pool_replaces_a_sandbox_killed_mid_episode(provider):
     pool = SandboxPool(provider, size=2, health_interval=0.5)
     try:

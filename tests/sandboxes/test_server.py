@@ -233,6 +233,9 @@ def test_compile_actions_chains_xdotool_and_splits_after_type():
         "mousemove", "1", "2", "mousedown", "1", "mousemove", "30", "40", "mouseup", "1",
         "sleep", "0.05", "key", "--repeat", "2", "--delay", "20", "Return"]
     assert keysym("Enter") == "Return" and keysym("+") == "plus" and keysym("a") == "a" and keysym("F5") == "F5"
+    # "\n" is sent as Return (xdotool types it as Linefeed, which GTK text views ignore)
+    assert compile_actions([{"type": "type", "text": "a\nb\n"}], (100, 100)) == [
+        ["type", "--delay", "4", "--", "a"], ["key", "Return", "type", "--delay", "4", "--", "b"], ["key", "Return"]]
     with pytest.raises(ActionError):
         compile_actions([{"type": "wait", "seconds": 99}], (100, 100))
     with pytest.raises(ActionError):

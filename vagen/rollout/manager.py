@@ -186,6 +186,15 @@ class RolloutManager:
             "time/generate_s": gen_time,
             "time/env_s": env_time,
         }
+        # Episode-level numbers an env reports on its last step (``episode/...``, e.g. OSWorld's
+        # per-domain success): averaged over the trajectories that report them.
+        episode: dict[str, list[float]] = {}
+        for t in kept:
+            if t.turns:
+                for k, v in t.turns[-1].metrics.items():
+                    if k.startswith("episode/"):
+                        episode.setdefault(k, []).append(v)
+        m.update({k: mean(v) for k, v in sorted(episode.items())})
         for reason, count in Counter(t.end_reason for t in trajs).items():
             m[f"rollout/end_{reason}"] = count / max(len(trajs), 1)
         return m

@@ -85,7 +85,9 @@ class RLTrainer:
                                       history_k=cfg.prompt.history_k,
                                       max_images=cfg.prompt.max_images if cfg.prompt.max_images else None)
         acfg = agent_config(cfg)
-        self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **cfg.env.params), acfg)
+        self.pool = self._sandbox_pool(cfg)
+        params = {**cfg.env.params, **({"pool": self.pool} if self.pool is not None else {})}
+        self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **params), acfg)
         limits = RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
         self.rollouts = RolloutManager(self.make_env, self.policy, self.builder, limits)
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
@@ -98,6 +100,22 @@ class RLTrainer:
         self.metrics = MetricsLogger(self.run_dir, cfg.model_dump(mode="json"), tensorboard=t.tensorboard)
         if t.resume != "never":
             self._resume(t.resume)
+
+    @staticmethod
+    def _sandbox_pool(cfg: TrainConfig):
+        """One pool of ``sandbox.num`` sandboxes shared by every env of a GUI env class
+        (``needs_sandbox``); the rollout plays ``groups x group_size`` episodes at once, so
+        the pool must hold that many (a smaller one would deadlock on leases)."""
+        if not getattr(envs.env_class(cfg.env.name), "needs_sandbox", False):
+            return None
+        n = cfg.rollout.groups * cfg.rollout.group_size
+        if cfg.sandbox.num < n:
+            raise ValueError(f"env {cfg.env.name!r} plays rollout.groups x rollout.group_size = {n} episodes at once "
+                             f"but sandbox.num = {cfg.sandbox.num}; set sandbox.num >= {n}")
+        from sandboxes.pool import SandboxPool
+        from sandboxes.providers import provider_from_config
+
+        return SandboxPool(provider_from_config(cfg.sandbox), size=cfg.sandbox.num)
 
     # -- one training step ----------------------------------------------------------------
     def train_step(self) -> dict[str, Any]:
@@ -240,6 +258,8 @@ class RLTrainer:
     def evaluate(self, episodes: int, greedy: bool, seed_start: int | None = None, chunk: int = 128) -> float:
         """Success rate on held-out seeds (one episode per seed)."""
         start = self.cfg.trainer.val_seed_start if seed_start is None else seed_start
+        if self.pool is not None:  # at most one episode per sandbox at a time
+            chunk = min(chunk, self.pool.size)
         wins = 0
         for lo in range(0, episodes, chunk):
             seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
@@ -271,7 +291,15 @@ class RLTrainer:
                    "last": {k: last[k] for k in keys if k in last}}
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self.metrics.close()
+        self.close()
         return summary
+
+    def close(self) -> None:
+        """Close the envs and the sandbox pool (idempotent)."""
+        self.rollouts.close()
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     def _modules(self) -> tuple[dict, dict]:
         modules: dict[str, torch.nn.Module] = {"actor": self.actor}

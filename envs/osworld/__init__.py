@@ -1,0 +1,1 @@
+"""OSWorld-style GUI env: tasks, action parsing, evaluation."""

@@ -1,0 +1,47 @@
+"""Plays osworld-lite tasks with the stored oracle, a no-op and a FAIL policy (shared by the
+local `desktop` and the `docker` tests)."""
+
+from __future__ import annotations
+
+from envs.osworld.env import OSWorldEnv
+from envs.osworld.tasks import load_suite
+
+TASK_IDS = [t.id for t in load_suite("osworld-lite")]
+INFEASIBLE = {t.id for t in load_suite("osworld-lite") if not t.feasible}
+
+
+def play(env: OSWorldEnv, task_id: str, actions: list[str] | None = None) -> tuple[float, dict]:
+    """One episode: the oracle's actions (default) or the given ones; returns (return, last info)."""
+    _, info = env.reset(options={"task_id": task_id})
+    if actions is None:
+        actions = env.solve_state(info["state"])
+    total = 0.0
+    for a in actions:
+        _, reward, terminated, truncated, info = env.step(a)
+        total += reward
+        if terminated or truncated:
+            return total, info
+    raise AssertionError(f"{task_id}: the episode did not end after {actions}")
+
+
+def check_suite(env: OSWorldEnv, noop_env: OSWorldEnv, fail_feasible: int = 3) -> dict[str, dict[str, float]]:
+    """Oracle -> 1.0 on every task; no-op -> 0.0 on every task; FAIL -> 1.0 exactly on the
+    infeasible ones (checked on all of those and the first few feasible ones)."""
+    scores: dict[str, dict[str, float]] = {}
+    failures = []
+    for tid in TASK_IDS:
+        oracle, info = play(env, tid)
+        noop, _ = play(noop_env, tid, ["WAIT"])
+        scores[tid] = {"oracle": oracle, "noop": noop}
+        if oracle != 1.0 or not info["success"]:
+            failures.append(f"{tid}: oracle scored {oracle} ({info['feedback']})")
+        if noop != 0.0:
+            failures.append(f"{tid}: no-op scored {noop}")
+    feasible = [t for t in TASK_IDS if t not in INFEASIBLE][:fail_feasible]
+    for tid in [*sorted(INFEASIBLE), *feasible]:
+        fail, _ = play(noop_env, tid, ["FAIL"])
+        scores[tid]["fail"] = fail
+        if fail != (1.0 if tid in INFEASIBLE else 0.0):
+            failures.append(f"{tid}: FAIL scored {fail}")
+    assert not failures, "\n".join(failures)
+    return scores
