@@ -388,7 +388,11 @@ class Handler(BaseHTTPRequestHandler):
             raise HttpError(400, "file_path and file_data are required")
         path = self.server.confine(fields["file_path"])
         d = self.server.desktop
+        missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
         path.parent.mkdir(parents=True, exist_ok=True)
+        if d.user:  # folders we create belong to the desktop user, or it could not write in them
+            for p in missing:
+                os.chown(p, d.user.pw_uid, d.user.pw_gid)
         tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
         tmp.write_bytes(files["file_data"])
         if d.user:

@@ -164,3 +164,20 @@ def test_suite_check_on_this_machine_is_all_runnable():
     reports = check_dir("osworld-lite")
     assert len(reports) == len(load_suite("osworld-lite"))
     assert [r.as_dict() for r in reports if r.status != "runnable"] == []
+
+
+def test_computer_13_action_space_solves_a_task(pool):
+    env = OSWorldEnv(pool=pool, task_ids=["os-mkdir-projects"], action_space="computer_13")
+    try:
+        assert "CLICK" in env.prompt_pieces().action_help
+        ret, info = play(env, "os-mkdir-projects", [
+            '{"action_type": "CLICK", "parameters": {"x": 490, "y": 330}}',
+            '[{"action_type": "TYPING", "parameters": {"text": "mkdir ~/Documents/projects"}},'
+            ' {"action_type": "PRESS", "parameters": {"key": "enter"}}]',
+            "DONE"])
+        assert ret == 1.0 and info["success"]
+        _, info = env.reset(seed=0)
+        _, reward, *_, info = env.step("pyautogui.click(1, 1)")  # the other grammar is invalid here
+        assert not info["action_valid"]
+    finally:
+        env.close()

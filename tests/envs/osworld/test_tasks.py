@@ -117,7 +117,7 @@ def test_osworld_lite_suite_shape():
     tasks = load_suite("osworld-lite")
     assert len(tasks) >= 40
     domains = {t.domain for t in tasks}
-    assert {"os", "text_editor", "chrome", "settings"} <= domains
+    assert {"os", "text_editor", "chrome", "libreoffice_calc", "settings"} <= domains
     assert sum(not t.feasible for t in tasks) >= 4
     for t in tasks:
         oracle = t.oracle()
@@ -128,8 +128,8 @@ def test_osworld_lite_suite_shape():
         assert not [i for i in report.issues if "cache" in i], (t.id, report.issues)
     funcs = {f for t in tasks for f in t.evaluator.funcs}
     assert {"exact_match", "check_include_exclude", "match_in_list", "is_in_list", "check_list", "compare_text_file",
-            "compare_csv", "check_json_settings", "check_direct_json_object", "is_expected_url_pattern_match",
-            "infeasible"} <= funcs
+            "compare_csv", "compare_table", "check_json_settings", "check_direct_json_object",
+            "is_expected_url_pattern_match", "infeasible"} <= funcs
     getters = {g.type for t in tasks for g in (*t.evaluator.results, *t.evaluator.expected) if g is not None}
     assert {"vm_file", "vm_command_line", "vm_terminal_output", "rule", "rule_relativeTime", "cloud_file",
             "cache_file", "open_tabs_info", "active_tab_info", "active_url"} <= getters
