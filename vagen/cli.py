@@ -96,6 +96,107 @@ def models_tiny(
 
 
 # -- envs and demonstrations -------------------------------------------------------
+# -- eval / leaderboard -----------------------------------------------------------
+def _eval_config(suite: str, config: str | None, overrides: list[str]):
+    """The train preset of the suite (or ``--config``) with dotlist overrides: it supplies the env
+    options, reasoning format, history, reward and sandbox sections."""
+    from vagen.config import ConfigError, load_config
+    from vagen.config.loader import list_presets
+    from vagen.config.schema import TrainConfig
+
+    name = config or (f"train/{suite}" if f"train/{suite}" in list_presets() else None)
+    try:
+        if name is not None:
+            return load_config(name, overrides)
+        if overrides:
+            _fail(f"no preset train/{suite} to apply {overrides} to; pass --config")
+        return TrainConfig(env={"name": suite})
+    except ConfigError as e:
+        _fail(str(e))
+
+
+@app.command("eval")
+def eval_cmd(
+    suite: str = typer.Argument(..., help="A registered env: osworld (bundled osworld-lite or --tasks DIR), sokoban, "
+                                          "frozenlake, ..."),
+    policy: str = typer.Option(..., "--policy", help="tiny, hf:<path>, openai:<model>, vllm:<path>, "
+                                                      "scripted:oracle|random|noop"),
+    max_steps: int = typer.Option(15, "--max-steps", min=1, help="Step budget per episode (15, 50, 100, ...)."),
+    num_envs: int = typer.Option(1, "--num-envs", min=1, help="Episodes played in parallel (envs/sandboxes)."),
+    seeds: list[str] | None = typer.Option(None, "--seeds", help="Seeds: 0 1 2 or ranges 0-99 (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Play at most N episodes of the manifest."),
+    out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/eval/<suite>-<policy>-<steps>)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a run in --out: skip finished episodes."),
+    tasks: str | None = typer.Option(None, "--tasks", help="osworld: a folder of OSWorld task JSON files."),
+    domains: str | None = typer.Option(None, "--domains", help="osworld: comma-separated domains."),
+    base_url: str | None = typer.Option(None, "--base-url", help="openai backend: server URL (.../v1)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai backend: env var of the key."),
+    config: str | None = typer.Option(None, "--config", help="Preset for env/prompt/sandbox (default train/<suite>)."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Per response (default: the preset's)."),
+    retries: int = typer.Option(2, "--retries", min=0, help="Retries of an episode after an infrastructure failure."),
+    label: str | None = typer.Option(None, "--label", help="Name shown on the leaderboard (default: the policy)."),
+    screenshots: bool = typer.Option(True, "--screenshots/--no-screenshots", help="Save step PNGs."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    overrides: list[str] | None = typer.Argument(None, help="Config overrides: env.params.observation=image ..."),
+) -> None:
+    """Play a suite with a policy; writes run.json, results.jsonl and OSWorld-style episode folders.
+
+    Extra arguments are config overrides, e.g. env.params.observation=image prompt.format=no_think."""
+    from vagen.eval.runner import EvalError, EvalSettings, run_eval
+    from vagen.eval.suites import parse_seeds
+
+    cfg = _eval_config(suite, config, list(overrides or []))
+    params = dict(cfg.env.params)
+    if tasks is not None:
+        if suite != "osworld":
+            _fail("--tasks applies to the osworld suite")
+        params["tasks"] = tasks
+    opts: dict = {}
+    if policy.startswith("openai:"):
+        opts = {"api_key_env": api_key_env, **({"base_url": base_url} if base_url else {})}
+    elif base_url:
+        _fail("--base-url applies to openai:<model> policies")
+    try:
+        seed_list = parse_seeds(seeds)
+    except ValueError as e:
+        _fail(str(e))
+    import re as _re
+
+    out = out or Path("runs/eval") / f"{suite}-{_re.sub(r'[^A-Za-z0-9._-]', '_', policy)}-{max_steps}"
+    p, smp = cfg.prompt, cfg.sampling
+    settings = EvalSettings(
+        suite=suite, policy=policy, out=out, max_steps=max_steps, num_envs=num_envs, seeds=seed_list, limit=limit,
+        domains=[d for d in (domains or "").split(",") if d] or None, resume=resume, retries=retries, label=label,
+        env_params=params, policy_options=opts, format=p.format, representation=p.representation,
+        system_prompt=p.system_prompt, history=p.history, history_k=p.history_k, max_images=p.max_images,
+        temperature=temperature, top_p=smp.top_p, max_tokens=max_tokens or smp.max_tokens, stop=tuple(smp.stop),
+        sandbox=cfg.sandbox, reward=cfg.reward, save_screenshots=screenshots, progress=progress,
+        config_name=config or f"train/{suite}")
+    try:
+        summary = run_eval(settings)
+    except (EvalError, ValueError) as e:
+        _fail(str(e))
+    print(json.dumps(summary, default=str))
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    runs: list[Path] = typer.Argument(..., help="Eval run folders (each with run.json and results.jsonl)."),
+    out: Path = typer.Option(..., "--out", help="Writes index.html, leaderboard.csv, leaderboard.md, plots/*.png."),
+) -> None:
+    """Tables per suite and domain (Wilson 95% CIs, steps, infra errors, tokens, time), step-budget
+    columns, the VAGEN average over embodied suites, as Markdown, CSV and a static HTML page."""
+    from vagen.eval.leaderboard import LeaderboardError, leaderboard
+
+    try:
+        result = leaderboard(runs, out)
+    except LeaderboardError as e:
+        _fail(str(e))
+    print((out / "leaderboard.md").read_text())
+    print(json.dumps({"paths": {k: str(v) for k, v in result["paths"].items()}}))
+
+
 # -- osworld ---------------------------------------------------------------------
 @osworld_app.command("check")
 def osworld_check(

@@ -21,6 +21,7 @@ import torch
 import envs
 from vagen import algos
 from vagen.config.schema import TrainConfig
+from vagen.eval.stats import success_rate
 from vagen.policy.base import SamplingParams
 from vagen.policy.hf import HFPolicy
 from vagen.prompts.agent_env import AgentConfig, AgentEnv
@@ -260,12 +261,14 @@ class RLTrainer:
         start = self.cfg.trainer.val_seed_start if seed_start is None else seed_start
         if self.pool is not None:  # at most one episode per sandbox at a time
             chunk = min(chunk, self.pool.size)
-        wins = 0
+        outcomes: list[bool] = []
         for lo in range(0, episodes, chunk):
             seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
             trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo)
-            wins += sum(tr.success for tr in trajs if not tr.dropped)
-        return wins / episodes
+            outcomes += [bool(tr.success) and not tr.dropped for tr in trajs]
+        # the same aggregation as `vagen eval` (a dropped episode counts as a failure, not as missing)
+        self.last_val = success_rate(outcomes + [False] * (episodes - len(outcomes)))
+        return float(self.last_val["rate"])
 
     # -- run loop, checkpoints ---------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -276,8 +279,10 @@ class RLTrainer:
             self.step += 1
             m = self.train_step()
             if c.val_every and (self.step % c.val_every == 0 or self.step == c.steps):
-                m["val/success_sampled"] = self.evaluate(c.val_episodes, greedy=False)
-                m["val/success_greedy"] = self.evaluate(c.val_episodes, greedy=True)
+                for mode in ("sampled", "greedy"):
+                    m[f"val/success_{mode}"] = self.evaluate(c.val_episodes, greedy=mode == "greedy")
+                    m[f"val/success_{mode}_ci_low"] = float(self.last_val["ci_low"])
+                    m[f"val/success_{mode}_ci_high"] = float(self.last_val["ci_high"])
             if self.step % c.log_every == 0 or self.step == c.steps:
                 self.metrics.log(self.step, m)
                 logger.info("step %d success %.3f return %.3f loss %.4f", self.step, m.get("success", 0.0),

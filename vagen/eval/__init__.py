@@ -1,0 +1,1 @@
+"""Evaluation: vagen eval runs, results, leaderboards."""
