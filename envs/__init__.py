@@ -49,3 +49,5 @@ register("frozenlake", "envs.frozenlake.env:FrozenLakeEnv",
          "FrozenLake: reach the goal across the ice without falling into a hole")
 register("osworld", "envs.osworld.env:OSWorldEnv",
          "OSWorld desktop tasks (OSWorld JSON: setup, evaluators) on a sandboxed desktop; bundled osworld-lite")
+register("miniwob", "envs.web.env:MiniWoBEnv",
+         "MiniWoB++ web tasks (every page of the miniwob package) in Playwright-driven Chromium; element-id actions")

@@ -127,7 +127,7 @@ def test_train_presets_build_their_env_when_registered(name):
     if cfg.env.name not in envs.list_envs():
         pytest.skip(f"env {cfg.env.name!r} is not registered yet")
     env = envs.make(cfg.env.name, **cfg.env.params)  # validates the preset's env options
-    if getattr(env, "needs_sandbox", False):  # a GUI env: episodes need a sandbox (desktop/docker tiers)
+    if getattr(env, "needs_sandbox", False) or getattr(env, "needs_browser", False):  # desktop/docker tiers
         env.close()
         return
     env.reset(seed=0)

@@ -194,7 +194,8 @@ class EvalRun:
         import inspect
 
         p = dict(self.s.env_params)
-        accepted = inspect.signature(self.env_cls.__init__).parameters
+        accepted = set().union(*(inspect.signature(c.__init__).parameters for c in self.env_cls.__mro__
+                                 if "__init__" in c.__dict__ and c is not object))
         p["max_steps" if "max_steps" in accepted else "max_turns"] = self.s.max_steps
         return p
 

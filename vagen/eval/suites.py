@@ -2,7 +2,8 @@
 
 A suite is a registered env name. ``osworld`` plays tasks (the bundled ``osworld-lite`` or
 a folder of OSWorld task files), one episode per task (per seed when seeds are given);
-every other env plays one episode per seed. The manifest is fixed before the first
+``miniwob`` plays every task page of the package (or ``env.params.tasks``; ``--domains``
+picks tasks) at each seed (default 0); every other env plays one episode per seed. The manifest is fixed before the first
 episode and written to ``run.json``: it is the denominator of every rate, so an episode
 that crashed counts as an error, never as missing.
 """
@@ -68,6 +69,13 @@ def manifest(suite: str, env_params: dict[str, Any], seeds: list[int] | None = N
             wanted = set(env_params["task_ids"])
             tasks = [t for t in tasks if t.id in wanted]
         eps = [Episode(suite, t.id, t.domain or "other", s) for t in tasks for s in (seeds or [None])]
+    elif suite == "miniwob":
+        from envs.web.env import miniwob_tasks
+
+        names = env_params.get("tasks") or miniwob_tasks()
+        if domains:
+            names = [n for n in names if n in domains]
+        eps = [Episode(suite, n, n, s) for n in names for s in (seeds or [0])]
     else:
         if domains:
             raise ValueError(f"suite {suite!r} has no domains; --domains applies to task suites (osworld)")

@@ -1,0 +1,1 @@
+"""Web environments: Playwright-driven Chromium, MiniWoB++ and custom web tasks."""

@@ -1,0 +1,383 @@
+"""The browser env base and MiniWoB++ on it (``envs.make("miniwob", task="click-button")``).
+
+``WebEnv`` owns one :class:`envs.web.browser.Browser` (one Chromium for the env's life; a
+fresh context per episode). A step parses the action string with the web grammar
+(``envs.web.actions``; never ``exec``), runs each call through Playwright on the browser
+thread, then asks the task whether it is done. Observation text: goal, URL, last action
+error, and the page's element tree with bids; images: the screenshot (optionally with a
+set-of-marks overlay). ``goto`` only reaches hosts in ``allow_hosts`` (``file://`` never).
+
+MiniWoB++ (Liu et al., 2018; pages from the PyPI ``miniwob`` package): the page is loaded
+from ``file://``, seeded with ``Math.seedrandom(seed)``, started with
+``core.startEpisodeReal()``; the goal is ``core.getUtterance()`` and the reward comes from
+the page's own globals (``WOB_DONE_GLOBAL``, ``WOB_REWARD_GLOBAL`` — time-discounted —
+and ``WOB_RAW_REWARD_GLOBAL``). Success = raw reward > 0; the env's reward is 1.0 on
+success (binary), both page rewards are kept in ``info``.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from envs.base import EnvInfraError, PromptPieces, StateSchema, StepInfo, VagenEnv
+
+from .browser import PAGE_SNAPSHOT_JS, Browser
+
+OBSERVATIONS = ("screenshot", "axtree", "screenshot_axtree", "som")
+
+
+def miniwob_dir() -> Path:
+    import miniwob
+
+    return Path(miniwob.__file__).parent / "html" / "miniwob"
+
+
+def miniwob_tasks() -> list[str]:
+    """Every MiniWoB++ task page shipped in the ``miniwob`` package."""
+    return sorted(p.stem for p in miniwob_dir().glob("*.html"))
+
+
+class WebEnv(VagenEnv):
+    """Base: browser, observation, grammar, execution. Subclasses define the task."""
+
+    state_schema: ClassVar[StateSchema] = StateSchema(entities=(), reference="page", coordinates="CSS pixels (x, y)")
+    name = "web"
+    #: Episodes need Chromium (the `desktop` test tier); the env launches it on first reset.
+    needs_browser: ClassVar[bool] = True
+
+    def __init__(self, observation: str = "screenshot_axtree", viewport: list[int] | tuple[int, int] = (500, 320),
+                 max_steps: int = 10, max_actions_per_turn: int = 1, allowed_actions: list[str] | None = None,
+                 allow_hosts: list[str] | None = None, cdp_url: str | None = None, axtree_max_nodes: int = 300,
+                 invalid_action_penalty: float = 0.0, headless: bool = True, action_timeout_ms: int = 1500) -> None:
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"{self.name}: observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
+        if invalid_action_penalty > 0:
+            raise ValueError(f"{self.name}: invalid_action_penalty must be <= 0")
+        self.observation_mode = observation
+        self.viewport = (int(viewport[0]), int(viewport[1]))
+        self.max_steps, self.max_actions = int(max_steps), int(max_actions_per_turn)
+        self.allowed = frozenset(allowed_actions) if allowed_actions else None
+        self.allow_hosts = list(allow_hosts or [])
+        self.axtree_max_nodes = int(axtree_max_nodes)
+        self.invalid_action_penalty = float(invalid_action_penalty)
+        self.action_timeout_ms = int(action_timeout_ms)
+        self._browser_args = {"viewport": self.viewport, "headless": headless, "cdp_url": cdp_url}
+        self.browser: Browser | None = None
+        self.page = None
+        self.goal = ""
+        self.chat: list[dict[str, str]] = []
+        self._steps = 0
+        self._snap: dict[str, Any] = {}
+        self._last_frame: np.ndarray | None = None
+        self._set_spaces(None)
+
+    # -- task hooks --------------------------------------------------------------------------
+    def _start(self, page, seed: int | None, options: dict | None) -> str:
+        raise NotImplementedError
+
+    def _check(self, page) -> tuple[float, bool, dict[str, Any]]:
+        raise NotImplementedError
+
+    # -- contract ------------------------------------------------------------------------------
+    def prompt_pieces(self) -> PromptPieces:
+        from .actions import grammar_text
+
+        return PromptPieces(
+            description="You control a web browser page. Each observation gives the goal, the page's elements as "
+                        "'[bid] role \"name\"' lines and (if shown) a screenshot; act on elements by their bid.",
+            action_help=grammar_text(self.allowed), example_action='click("12")', max_actions_per_turn=self.max_actions,
+            action_separator="")
+
+    @classmethod
+    def solve_state(cls, state: dict[str, Any]) -> list[str] | None:
+        return list(state.get("oracle", [])) or None
+
+    @classmethod
+    def predict_state(cls, state: dict[str, Any], actions: list[str]) -> dict[str, Any]:
+        return dict(state)
+
+    # -- episode -------------------------------------------------------------------------------
+    def _ensure_browser(self) -> Browser:
+        if self.browser is not None and self.browser.broken:
+            self.browser.close()  # kills a hung or crashed browser
+            self.browser = None
+        if self.browser is None:
+            self.browser = Browser(**self._browser_args)
+        return self.browser
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        b = self._ensure_browser()
+        try:
+            self.page = b.new_context()
+            self.goal = b.call(lambda: self._start(self.page, seed, options))
+        except EnvInfraError:
+            raise
+        except Exception as e:  # a page that does not load is infrastructure, not the agent
+            raise EnvInfraError(f"{self.name}: reset failed: {type(e).__name__}: {e}") from e
+        self._steps, self.chat = 0, []
+        obs = self._observe("")
+        return obs, StepInfo(state=self._state()).as_dict()
+
+    def step(self, action: str):
+        from .actions import WebActionError, parse_web_actions
+
+        if self.page is None:
+            raise RuntimeError(f"{self.name}: step() before reset()")
+        self._steps += 1
+        info = StepInfo(state={})
+        reward, error = 0.0, ""
+        try:
+            calls = parse_web_actions(str(action), max_calls=self.max_actions, allowed=self.allowed)
+        except WebActionError as e:
+            calls, error = [], f"Invalid action, nothing was executed: {e}"
+            info.action_valid = False
+            info.penalty = self.invalid_action_penalty
+            reward += self.invalid_action_penalty
+        before = self._snap.get("lines")
+        for call in calls:
+            try:
+                self.browser.call(lambda c=call: self._execute(c))
+                info.executed_actions.append(f"{call.name}({call.args})")
+            except EnvInfraError:
+                raise
+            except Exception as e:  # the action failed on the page: the agent's error, reported back
+                error = f"{call.name} failed: {str(e).splitlines()[0][:300]}"
+                break
+        try:
+            task_reward, done, extra = self.browser.call(lambda: self._check(self.page))
+        except EnvInfraError:
+            raise
+        except Exception as e:
+            raise EnvInfraError(f"{self.name}: reading the task state failed: {e}") from e
+        reward += task_reward
+        truncated = not done and self._steps >= self.max_steps
+        obs = self._observe(error)
+        info.action_effective = self._snap.get("lines") != before
+        info.success = bool(extra.get("success", False))
+        info.metrics.update({k: float(v) for k, v in extra.items() if isinstance(v, (int, float, bool))})
+        info.feedback = error
+        info.state = self._state()
+        out = info.as_dict()
+        out.update({k: v for k, v in extra.items() if k not in out})
+        return obs, reward, bool(done), truncated, out
+
+    # -- execution -----------------------------------------------------------------------------
+    def _loc(self, bid: str):
+        return self.page.locator(f'[data-vagen-bid="{bid}"]')
+
+    def _clamp(self, x: float, y: float) -> tuple[float, float]:
+        return min(max(float(x), 0.0), self.viewport[0] - 1.0), min(max(float(y), 0.0), self.viewport[1] - 1.0)
+
+    def _host_allowed(self, url: str) -> bool:
+        u = urllib.parse.urlparse(url)
+        if u.scheme not in ("http", "https"):
+            return url == "about:blank"
+        return any(u.hostname == h or (u.hostname or "").endswith("." + h) for h in self.allow_hosts)
+
+    def _execute(self, call) -> None:
+        a, t, page = call.args, self.action_timeout_ms, self.page
+        n = call.name
+        if n in ("click", "dblclick"):
+            fn = self._loc(a["bid"]).click if n == "click" else self._loc(a["bid"]).dblclick
+            fn(button=a.get("button", "left"), modifiers=a.get("modifiers") or None, timeout=t)
+        elif n == "hover":
+            self._loc(a["bid"]).hover(timeout=t)
+        elif n == "fill":
+            self._loc(a["bid"]).fill(a["value"], timeout=t)
+        elif n == "select_option":
+            self._loc(a["bid"]).select_option(a["options"], timeout=t)
+        elif n == "press":
+            self._loc(a["bid"]).press(a["key_comb"], timeout=t)
+        elif n == "focus":
+            self._loc(a["bid"]).focus(timeout=t)
+        elif n == "clear":
+            self._loc(a["bid"]).clear(timeout=t)
+        elif n == "drag_and_drop":
+            self._loc(a["from_bid"]).drag_to(self._loc(a["to_bid"]), timeout=t)
+        elif n == "scroll":
+            page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+        elif n in ("mouse_click", "mouse_dblclick"):
+            x, y = self._clamp(a["x"], a["y"])
+            page.mouse.click(x, y, button=a.get("button", "left"), click_count=2 if n == "mouse_dblclick" else 1)
+        elif n == "mouse_move":
+            page.mouse.move(*self._clamp(a["x"], a["y"]))
+        elif n in ("mouse_down", "mouse_up"):
+            page.mouse.move(*self._clamp(a["x"], a["y"]))
+            (page.mouse.down if n == "mouse_down" else page.mouse.up)(button=a.get("button", "left"))
+        elif n == "mouse_drag_and_drop":
+            page.mouse.move(*self._clamp(a["from_x"], a["from_y"]))
+            page.mouse.down()
+            page.mouse.move(*self._clamp(a["to_x"], a["to_y"]), steps=5)
+            page.mouse.up()
+        elif n == "keyboard_type":
+            page.keyboard.type(a["text"])
+        elif n == "keyboard_press":
+            page.keyboard.press(a["key"])
+        elif n == "scroll_at":
+            page.mouse.move(*self._clamp(a["x"], a["y"]))
+            page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+        elif n == "goto":
+            if not self._host_allowed(a["url"]):
+                raise PermissionError(f"goto {a['url']!r} refused: only {self.allow_hosts or 'no'} hosts are allowed")
+            page.goto(a["url"], timeout=10_000)
+        elif n == "go_back":
+            page.go_back(timeout=t)
+        elif n == "go_forward":
+            page.go_forward(timeout=t)
+        elif n == "new_tab":
+            self.page = self.browser.context.new_page()
+        elif n == "tab_close":
+            pages = self.browser.context.pages
+            if len(pages) > 1:
+                self.page.close()
+                self.page = self.browser.context.pages[-1]
+        elif n == "tab_focus":
+            pages = self.browser.context.pages
+            if not 0 <= a["index"] < len(pages):
+                raise IndexError(f"no tab {a['index']} (there are {len(pages)})")
+            self.page = pages[a["index"]]
+            self.page.bring_to_front()
+        elif n == "send_msg_to_user":
+            self.chat.append({"role": "assistant", "message": a["text"]})
+        elif n == "report_infeasible":
+            self.chat.append({"role": "infeasible", "message": a["reason"]})
+        elif n == "noop":
+            page.wait_for_timeout(min(float(a.get("wait_ms", 1000)), 10_000))
+        else:  # the grammar and this table must agree
+            raise EnvInfraError(f"action {n!r} has no executor")
+        self.browser.page = self.page
+
+    # -- observation ---------------------------------------------------------------------------
+    def _observe(self, error: str) -> dict[str, Any]:
+        def grab():
+            snap = self.page.evaluate(PAGE_SNAPSHOT_JS, self.axtree_max_nodes)
+            png = self.page.screenshot(type="png") if self.observation_mode != "axtree" else None
+            return snap, png
+
+        snap, png = self.browser.call(grab)
+        self._snap = snap
+        lines = [f"Goal: {self.goal}", f"URL: {snap['url']}", f"Step {self._steps + 1} of at most {self.max_steps}."]
+        if error:
+            lines.append(f"Last action error: {error}")
+        images: tuple[np.ndarray, ...] = ()
+        if png is not None:
+            from PIL import Image, ImageDraw
+
+            img = Image.open(io.BytesIO(png)).convert("RGB")
+            if self.observation_mode == "som":
+                draw = ImageDraw.Draw(img)
+                for bid, (x, y, w, h, role) in snap["boxes"].items():
+                    if role in ("generic", "list", "table", "row"):
+                        continue
+                    draw.rectangle([x, y, x + w, y + h], outline=(255, 0, 0))
+                    draw.text((x + 1, y), bid, fill=(255, 0, 0))
+            frame = np.asarray(img)
+            self._last_frame = frame
+            images = (frame,)
+            lines.append("Screenshot: <image>")
+        if self.observation_mode != "screenshot":
+            tree = "\n".join(snap["lines"]) + ("\n... (truncated)" if snap.get("truncated") else "")
+            lines.append("Page elements:\n" + (tree or "(empty page)"))
+        return {"text": "\n".join(lines), "images": images}
+
+    def _state(self) -> dict[str, Any]:
+        return {"entities": {}, "goal": self.goal, "url": self._snap.get("url", ""), "step": self._steps}
+
+    def render(self) -> np.ndarray:
+        return self._last_frame if self._last_frame is not None else np.zeros((1, 1, 3), np.uint8)
+
+    def close(self) -> None:
+        if self.browser is not None:
+            self.browser.close()
+            self.browser = None
+
+
+class MiniWoBEnv(WebEnv):
+    name = "miniwob"
+    description = "MiniWoB++ web tasks (the miniwob package's pages) in Playwright-driven Chromium"
+
+    def __init__(self, task: str = "click-button", tasks: list[str] | None = None,
+                 episode_max_time_ms: int | None = None, data_mode: str = "train", oracle: bool = True,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("viewport", (500, 320))
+        super().__init__(**kwargs)
+        self.use_oracle = oracle
+        self.task_pool = list(tasks or [])  # several tasks: reset(seed) picks tasks[seed % len]
+        for t in self.task_pool:
+            self._set_task(t)  # validates every name now
+        self._set_task(self.task_pool[0] if self.task_pool else task)
+        # The page's own limit is 10 s of wall time (rewards decay over it); a model thinking
+        # for seconds per step would always time out, so by default the limit is lifted.
+        self.episode_max_time_ms = int(episode_max_time_ms) if episode_max_time_ms else 10**9
+        self.data_mode = data_mode
+        self._plan: list[str] = []
+
+    def _set_task(self, task: str) -> None:
+        from .miniwob_oracles import ORACLES
+
+        tasks = miniwob_tasks()
+        if task not in tasks:
+            import difflib
+
+            hint = difflib.get_close_matches(task, tasks, n=3)
+            raise ValueError(f"miniwob: unknown task {task!r}" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        self.task = task
+        self.url = (miniwob_dir() / f"{task}.html").as_uri()
+        self._oracle = ORACLES.get(task) if self.use_oracle else None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """``options={"task_id": name}`` switches the task (same browser), as `vagen eval miniwob` does."""
+        if options and (options.get("task_id") or options.get("task")):
+            self._set_task(options.get("task_id") or options["task"])
+        elif self.task_pool:
+            self._set_task(self.task_pool[(seed or 0) % len(self.task_pool)])
+        return super().reset(seed=seed, options=options)
+
+    def _start(self, page, seed: int | None, options: dict | None) -> str:
+        page.goto(self.url, wait_until="load", timeout=15_000)
+        # MiniWoB's own score panel (last reward, a running clock) is not part of the task: hidden, so
+        # the element tree shows the task only and "the page changed" means the agent changed it.
+        page.add_style_tag(content="#reward-display { display: none !important; }")
+        page.evaluate("([seed, maxTime, mode]) => { Math.seedrandom(seed); core.EPISODE_MAX_TIME = maxTime;"
+                      " if (core.setDataMode) core.setDataMode(mode); core.startEpisodeReal(); }",
+                      [int(seed or 0), self.episode_max_time_ms, self.data_mode])
+        deadline = time.monotonic() + 5
+        while not page.evaluate("() => WOB_TASK_READY"):
+            if time.monotonic() > deadline:
+                raise EnvInfraError(f"miniwob {self.task}: the page never became ready")
+            page.wait_for_timeout(20)
+        utt = page.evaluate("() => core.getUtterance()")
+        return utt["utterance"] if isinstance(utt, dict) else str(utt)
+
+    def _check(self, page) -> tuple[float, bool, dict[str, Any]]:
+        m = page.evaluate("() => (typeof WOB_DONE_GLOBAL === 'undefined' ? null : {done: WOB_DONE_GLOBAL,"
+                          " reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
+                          " reason: (typeof WOB_REWARD_REASON === 'undefined' ? null : WOB_REWARD_REASON)})")
+        if m is None:  # the agent navigated away from the task page (go_back, a tab): the episode is lost
+            return 0.0, True, {"success": False, "page_reward": -1.0, "raw_reward": -1.0,
+                               "reason": "left the task page"}
+        done = bool(m["done"])
+        success = done and float(m["raw"] or 0) > 0
+        extra = {"success": success, "page_reward": float(m["reward"] or 0), "raw_reward": float(m["raw"] or 0),
+                 "reason": m.get("reason")}
+        return (1.0 if success else 0.0), done, extra
+
+    def _state(self) -> dict[str, Any]:
+        state = {**super()._state(), "task": self.task}
+        if self._oracle is not None and self.page is not None:
+            if self._steps == 0:  # planned once per episode (bids are stable within it)
+                from .miniwob_oracles import OracleError
+
+                try:
+                    self._plan = self.browser.call(lambda: self._oracle(self.page, self.goal))
+                except OracleError:
+                    self._plan = []
+            state["oracle"] = list(self._plan[self._steps:])  # the scripted solution from here
+        return state
