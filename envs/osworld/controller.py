@@ -62,6 +62,14 @@ CHROMIUM_FLAGS = ("--no-sandbox --no-first-run --no-default-browser-check --disa
 MAX_SETUP_RETRIES = 5
 
 
+_HOME_RE = re.compile(r"(?:(?<=file://)|(?<![\w/.-]))/home/user(?=/|\b|$)")
+
+
+def map_home(text: str, home: str) -> str:
+    """OSWorld's ``/home/user`` (also inside ``file://`` URLs) -> the sandbox user's home."""
+    return _HOME_RE.sub(home, text)
+
+
 class SetupError(RuntimeError):
     """A setup/postconfig step failed: the task could not be prepared (not the agent's fault)."""
 
@@ -168,7 +176,7 @@ class VMController:
                            ("{SCREEN_HEIGHT_HALF}", str(h // 2)), ("{SCREEN_WIDTH}", str(w)),
                            ("{SCREEN_HEIGHT}", str(h)), ("{HOME}", self.home), ("{CDP_PORT}", str(self.cdp_port))):
             text = text.replace(key, value)
-        return re.sub(r"(?:(?<=file://)|(?<![\w/.-]))/home/user(?=/|\b|$)", self.home, text)
+        return map_home(text, self.home)
 
     def command(self, command: list[str] | str) -> list[str] | str:
         return self.substitute(command) if isinstance(command, str) else [self.substitute(c) for c in command]

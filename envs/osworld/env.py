@@ -34,7 +34,7 @@ import numpy as np
 from envs.base import EnvInfraError, PromptPieces, StateSchema, StepInfo, VagenEnv
 
 from .actions import ACTION_SPACES, GRAMMAR, ActionParseError
-from .controller import FileCache, SetupError, VMController
+from .controller import FileCache, SetupError, VMController, map_home
 from .evaluator import EvalError, evaluate
 from .tasks import Task, load_suite, suite_dir
 
@@ -92,7 +92,7 @@ class OSWorldEnv(VagenEnv):
                  settle_quiet: float = 0.15, valid_action_reward: float = 0.0, invalid_action_penalty: float = 0.0,
                  pool: Any = None, sandbox: dict[str, Any] | None = None, file_cache: list[str] | None = None,
                  cache_network: bool = False, lease_timeout: float = 600.0, work_dir: str | None = None,
-                 password: str = "password", require_apps: bool = True) -> None:
+                 password: str = "password") -> None:
         if action_space not in ACTION_SPACES:
             raise ValueError(f"osworld: action_space must be one of {', '.join(ACTION_SPACES)}, got {action_space!r}")
         if observation not in OBSERVATIONS:
@@ -131,7 +131,8 @@ class OSWorldEnv(VagenEnv):
         self._own_pool = pool is None
         self._pool_spec = sandbox
         self.pool = pool
-        self.require_apps = require_apps
+        # a fixed shuffle, so consecutive seeds (a training run's groups) visit mixed domains
+        self._order = np.random.default_rng(0x05_0b1d).permutation(len(self.tasks))
         self._work_root = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="vagen-osworld-"))
         self._lease = None
         self.vm: VMController | None = None
@@ -169,7 +170,7 @@ class OSWorldEnv(VagenEnv):
         actions = list(data["actions"])[int(state.get("step", 0)):]
         home = state.get("home")
         if home and home != "/home/user":  # the oracle was written for OSWorld's /home/user
-            actions = [re.sub(r"(?:(?<=file://)|(?<![\w/.-]))/home/user(?=/|\b)", home, a) for a in actions]
+            actions = [map_home(a, home) for a in actions]
         sx, sy = state.get("image_scale", (1.0, 1.0))  # screen px per image px
         if (sx, sy) != (1.0, 1.0):
             actions = [_COORD_CALL.sub(lambda m: f"{m.group(1)}{round(float(m.group(2)) / sx)}{m.group(3)}"
@@ -206,9 +207,7 @@ class OSWorldEnv(VagenEnv):
                 if t.id == options["task_id"]:
                     return t
             raise ValueError(f"osworld: no task {options['task_id']!r} in this env")
-        # a fixed shuffle, so consecutive seeds (a training run's groups) visit mixed domains
-        order = np.random.default_rng(0x05_0b1d).permutation(len(self.tasks))
-        return self.tasks[int(order[(seed or 0) % len(self.tasks)])]
+        return self.tasks[int(self._order[(seed or 0) % len(self.tasks)])]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
