@@ -51,3 +51,5 @@ register("osworld", "envs.osworld.env:OSWorldEnv",
          "OSWorld desktop tasks (OSWorld JSON: setup, evaluators) on a sandboxed desktop; bundled osworld-lite")
 register("miniwob", "envs.web.env:MiniWoBEnv",
          "MiniWoB++ web tasks (every page of the miniwob package) in Playwright-driven Chromium; element-id actions")
+register("web", "envs.web.env:CustomWebEnv",
+         "custom web tasks (setup/validate registry; bundled local Acme shop) or start_url + goal + validator")

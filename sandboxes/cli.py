@@ -15,9 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from .client import SandboxError
-from .providers import PROVIDERS, SandboxHandle, drop_record, load_records, make_provider
+from .providers import SandboxHandle, drop_record, load_records, make_provider
 
-sandbox_app = typer.Typer(help="Sandboxed desktops: up, ls, screenshot, exec, down, build.", no_args_is_help=True)
+sandbox_app = typer.Typer(help="Sandboxed desktops and browsers: up, ls, screenshot, exec, down, build.",
+                          no_args_is_help=True)
+UP_PROVIDERS = ("local", "docker", "local-browser", "docker-browser")
 console = Console(stderr=True)
 
 
@@ -35,23 +37,36 @@ def _find(sandbox_id: str) -> SandboxHandle:
     return matches[0]
 
 
+def _desktop(h: SandboxHandle) -> SandboxHandle:
+    if h.meta.get("kind") == "browser":
+        _fail(f"{h.id} is a browser sandbox (CDP at {h.url}); screenshot/exec need a desktop")
+    return h
+
+
 @sandbox_app.command("up")
 def up(
-    provider: str = typer.Option("local", "--provider", "-p", help=f"One of {', '.join(PROVIDERS[:2])}."),
+    provider: str = typer.Option("local", "--provider", "-p", help=f"One of {', '.join(UP_PROVIDERS)}."),
     n: int = typer.Option(1, "-n", min=1, max=64, help="How many sandboxes."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {id, url, token, provider}."),
-    image: str = typer.Option("vagen/desktop:latest", help="Docker image (docker provider)."),
+    image: str = typer.Option(None, help="Docker image (default vagen/desktop:latest or vagen/browser:latest)."),
     network: str = typer.Option("host", help="host or bridge (docker provider)."),
     size: str = typer.Option("1280x800", help="Screen size WxH."),
 ) -> None:
-    """Start N sandboxes and leave them running until `vagen sandbox down`."""
-    if provider not in ("local", "docker"):
-        _fail(f"--provider must be local or docker, got {provider!r}")
+    """Start N sandboxes and leave them running until `vagen sandbox down`. Browser sandboxes
+    print their CDP URL (no token: CDP listens on 127.0.0.1 only)."""
+    if provider not in UP_PROVIDERS:
+        _fail(f"--provider must be one of {', '.join(UP_PROVIDERS)}, got {provider!r}")
+    window = size.replace("x", ",")
     try:
         if provider == "local":
             prov = make_provider("local", size=size, detach=True)
+        elif provider == "docker":
+            prov = make_provider("docker", image=image or "vagen/desktop:latest", network=network, screen=size,
+                                 detach=True)
+        elif provider == "local-browser":
+            prov = make_provider("local-browser", window=window, detach=True)
         else:
-            prov = make_provider("docker", image=image, network=network, screen=size, detach=True)
+            prov = make_provider("docker-browser", image=image or "vagen/browser:latest", window=window, detach=True)
         handles = prov.start(n)
     except (SandboxError, ValueError) as e:
         _fail(str(e), 1)
@@ -68,11 +83,17 @@ def ls(as_json: bool = typer.Option(False, "--json", help="JSON output.")) -> No
     """List the sandboxes this machine started (and whether they answer)."""
     rows = []
     for h in load_records():
-        try:
-            with h.client(timeout=3.0, retries=0) as c:
-                status = c.health().get("status", "?")
-        except SandboxError as e:
-            status = f"down ({type(e).__name__})"
+        if h.meta.get("kind") == "browser":
+            from .providers.browser import cdp_version
+
+            v = cdp_version(h.url)
+            status = "ok" if v else "down"
+        else:
+            try:
+                with h.client(timeout=3.0, retries=0) as c:
+                    status = c.health().get("status", "?")
+            except SandboxError as e:
+                status = f"down ({type(e).__name__})"
         rows.append({"id": h.id, "url": h.url, "provider": h.provider, "status": status})
     if as_json:
         print(json.dumps(rows))
@@ -85,7 +106,7 @@ def ls(as_json: bool = typer.Option(False, "--json", help="JSON output.")) -> No
 def screenshot(sandbox_id: str = typer.Argument(..., help="Sandbox id (or a unique prefix)."),
                out: Path = typer.Argument(..., help="PNG file to write.")) -> None:
     """Save a screenshot of a sandbox."""
-    h = _find(sandbox_id)
+    h = _desktop(_find(sandbox_id))
     try:
         with h.client() as c:
             out.write_bytes(c.screenshot())
@@ -103,7 +124,7 @@ def exec_(ctx: typer.Context, sandbox_id: str = typer.Argument(..., help="Sandbo
         argv = argv[1:]
     if not argv:
         _fail("no command given: vagen sandbox exec ID -- CMD ARGS...")
-    h = _find(sandbox_id)
+    h = _desktop(_find(sandbox_id))
     try:
         with h.client(timeout=timeout + 10) as c:
             res = c.execute(argv, timeout=timeout)
@@ -127,7 +148,11 @@ def down(sandbox_ids: list[str] = typer.Argument(None, help="Sandbox ids to stop
             from .providers.local import stop_local
 
             stop_local(h)
-        elif h.provider == "docker":
+        elif h.provider == "local-browser":
+            from .providers.browser import stop_local_browser
+
+            stop_local_browser(h)
+        elif h.provider in ("docker", "docker-browser"):
             from .providers.docker import remove_all
 
             try:

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from .client import SandboxClient, SandboxError, SandboxLost, SandboxUnavailable
+from .client import SandboxClient, SandboxLost, SandboxUnavailable
 from .providers.base import Provider, SandboxHandle
 
 log = logging.getLogger("vagen.sandbox.pool")
@@ -53,6 +53,13 @@ class Lease:
         self.lost = False
         self.released = False
         self.client = LeasedClient(self, timeout=pool.client_timeout)
+
+    def mark_lost(self) -> None:
+        """The user saw the sandbox fail (e.g. a browser connection broke): on release the pool
+        replaces it instead of resetting it."""
+        if not self.lost:
+            self.lost = True
+            self.pool._on_lost(self)
 
     def release(self) -> None:
         if not self.released:
@@ -152,12 +159,9 @@ class SandboxPool:
 
     # -- failure handling ----------------------------------------------------------------------
     def _is_healthy(self, handle: SandboxHandle) -> bool:
-        if not self.provider.alive(handle):
-            return False
         try:
-            with SandboxClient(handle.url, handle.token, timeout=5.0, retries=1) as c:
-                return c.health().get("status") == "ok"
-        except SandboxError:
+            return self.provider.healthy(handle)
+        except Exception:  # noqa: BLE001 - a provider that cannot tell counts as unhealthy
             return False
 
     def _on_lost(self, lease: Lease) -> None:
@@ -242,3 +246,17 @@ class SandboxPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def pool_kind(env_cls: type, sandbox_cfg) -> str | None:
+    """Which pool an env class gets from a ``sandbox:`` config: ``"desktop"`` for envs that
+    need a desktop (``needs_sandbox``), ``"browser"`` for browser envs (``needs_browser``)
+    when ``sandbox.kind`` is browser, else None (a browser env launches its own Chromium)."""
+    kind = getattr(sandbox_cfg, "kind", "desktop") if sandbox_cfg is not None else "desktop"
+    if getattr(env_cls, "needs_sandbox", False):
+        if kind != "desktop":
+            raise ValueError(f"env {getattr(env_cls, 'name', env_cls)!r} needs desktop sandboxes; sandbox.kind is {kind}")
+        return "desktop"
+    if getattr(env_cls, "needs_browser", False) and kind == "browser":
+        return "browser"
+    return None

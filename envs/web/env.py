@@ -30,6 +30,7 @@ from envs.base import EnvInfraError, PromptPieces, StateSchema, StepInfo, VagenE
 from .browser import PAGE_SNAPSHOT_JS, Browser
 
 OBSERVATIONS = ("screenshot", "axtree", "screenshot_axtree", "som")
+MINIWOB_HOST = "miniwob.vagen.test"
 
 
 def miniwob_dir() -> Path:
@@ -54,7 +55,8 @@ class WebEnv(VagenEnv):
     def __init__(self, observation: str = "screenshot_axtree", viewport: list[int] | tuple[int, int] = (500, 320),
                  max_steps: int = 10, max_actions_per_turn: int = 1, allowed_actions: list[str] | None = None,
                  allow_hosts: list[str] | None = None, cdp_url: str | None = None, axtree_max_nodes: int = 300,
-                 invalid_action_penalty: float = 0.0, headless: bool = True, action_timeout_ms: int = 1500) -> None:
+                 invalid_action_penalty: float = 0.0, headless: bool = True, action_timeout_ms: int = 1500,
+                 pool: Any = None) -> None:
         if observation not in OBSERVATIONS:
             raise ValueError(f"{self.name}: observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
         if invalid_action_penalty > 0:
@@ -68,6 +70,13 @@ class WebEnv(VagenEnv):
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.action_timeout_ms = int(action_timeout_ms)
         self._browser_args = {"viewport": self.viewport, "headless": headless, "cdp_url": cdp_url}
+        if pool is not None and cdp_url:
+            raise ValueError(f"{self.name}: give either pool (browser sandboxes) or cdp_url, not both")
+        self.pool = pool  # a sandboxes.pool.SandboxPool of browser sandboxes (CDP URLs)
+        self._lease = None
+        #: host -> folder served at http://<host>/ by request routing (no server); see envs.web.tasks
+        self.sites: dict[str, Path] = {}
+        self.blocked_requests = 0
         self.browser: Browser | None = None
         self.page = None
         self.goal = ""
@@ -105,17 +114,35 @@ class WebEnv(VagenEnv):
     # -- episode -------------------------------------------------------------------------------
     def _ensure_browser(self) -> Browser:
         if self.browser is not None and self.browser.broken:
-            self.browser.close()  # kills a hung or crashed browser
+            self.browser.close()  # kills a hung or crashed browser (a sandbox's: our connection to it)
             self.browser = None
+            self._drop_lease(lost=True)
         if self.browser is None:
-            self.browser = Browser(**self._browser_args)
+            if self.pool is None:
+                self.browser = Browser(**self._browser_args)
+            else:  # a browser sandbox from the pool, kept for the env's life (one browser per env)
+                self._lease = self.pool.lease()
+                try:
+                    self.browser = Browser(**{**self._browser_args, "cdp_url": self._lease.handle.url})
+                except EnvInfraError:
+                    self._drop_lease(lost=True)
+                    raise
         return self.browser
+
+    def _drop_lease(self, lost: bool = False) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            if lost:
+                lease.mark_lost()  # the pool replaces the sandbox instead of resetting it
+            lease.release()
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         b = self._ensure_browser()
         try:
             self.page = b.new_context()
+            if self.sites or self.allow_hosts:
+                b.call(lambda: b.context.route("**/*", self._route))
             self.goal = b.call(lambda: self._start(self.page, seed, options))
         except EnvInfraError:
             raise
@@ -151,7 +178,7 @@ class WebEnv(VagenEnv):
                 error = f"{call.name} failed: {str(e).splitlines()[0][:300]}"
                 break
         try:
-            task_reward, done, extra = self.browser.call(lambda: self._check(self.page))
+            task_reward, done, extra = self.browser.call(lambda: self._on_page(lambda: self._check(self.page)))
         except EnvInfraError:
             raise
         except Exception as e:
@@ -176,10 +203,70 @@ class WebEnv(VagenEnv):
         return min(max(float(x), 0.0), self.viewport[0] - 1.0), min(max(float(y), 0.0), self.viewport[1] - 1.0)
 
     def _host_allowed(self, url: str) -> bool:
+        """http(s) URLs whose host is a local site or in ``allow_hosts`` (an entry ``host``
+        allows it and its subdomains on any port, ``host:port`` that port only); about:blank."""
         u = urllib.parse.urlparse(url)
         if u.scheme not in ("http", "https"):
             return url == "about:blank"
-        return any(u.hostname == h or (u.hostname or "").endswith("." + h) for h in self.allow_hosts)
+        host = (u.hostname or "").lower()
+        if not host:
+            return False
+        if host in self.sites:
+            return True
+        try:
+            port = u.port or (443 if u.scheme == "https" else 80)
+        except ValueError:
+            return False
+        for entry in self.allow_hosts:
+            h, _, p = entry.lower().rpartition(":") if entry.count(":") == 1 else (entry.lower(), "", "")
+            if p:
+                if host == h and str(port) == p:
+                    return True
+            elif host == h or host.endswith("." + h):
+                return True
+        return False
+
+    def _route(self, route) -> None:
+        """Every request of the episode's context: local sites are served from their folder,
+        allowed hosts go through, anything else is refused (counted in ``blocked_requests``)."""
+        url = route.request.url
+        u = urllib.parse.urlparse(url)
+        host = (u.hostname or "").lower()
+        if u.scheme in ("http", "https") and host in self.sites:
+            return self._serve(route, self.sites[host], urllib.parse.unquote(u.path))
+        if u.scheme in ("data", "blob") or self._host_allowed(url):
+            return route.continue_()
+        self.blocked_requests += 1
+        return route.abort("blockedbyclient")
+
+    @staticmethod
+    def _serve(route, root: Path, path: str) -> None:
+        import mimetypes
+
+        target = (root / path.lstrip("/")).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(root.resolve()) or not target.is_file():
+            return route.fulfill(status=404, content_type="text/plain", body="not found")
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
+            ctype += "; charset=utf-8"
+        return route.fulfill(status=200, content_type=ctype, body=target.read_bytes())
+
+    def _on_page(self, fn):
+        """Run ``fn`` (page reads); if a navigation the last action started destroys the page's
+        context meanwhile, wait for the new page to load and read again."""
+        for attempt in range(4):
+            try:
+                return fn()
+            except Exception as e:  # noqa: BLE001 - only navigation races are retried
+                msg = str(e)
+                if attempt == 3 or not ("Execution context was destroyed" in msg or "navigat" in msg.lower()):
+                    raise
+                try:
+                    self.page.wait_for_load_state("load", timeout=5000)
+                except Exception:  # noqa: BLE001 - the retry reports the real error
+                    pass
 
     def _execute(self, call) -> None:
         a, t, page = call.args, self.action_timeout_ms, self.page
@@ -261,7 +348,7 @@ class WebEnv(VagenEnv):
             png = self.page.screenshot(type="png") if self.observation_mode != "axtree" else None
             return snap, png
 
-        snap, png = self.browser.call(grab)
+        snap, png = self.browser.call(lambda: self._on_page(grab))
         self._snap = snap
         lines = [f"Goal: {self.goal}", f"URL: {snap['url']}", f"Step {self._steps + 1} of at most {self.max_steps}."]
         if error:
@@ -295,8 +382,10 @@ class WebEnv(VagenEnv):
 
     def close(self) -> None:
         if self.browser is not None:
+            broken = self.browser.broken
             self.browser.close()
             self.browser = None
+            self._drop_lease(lost=broken)
 
 
 class MiniWoBEnv(WebEnv):
@@ -305,10 +394,18 @@ class MiniWoBEnv(WebEnv):
 
     def __init__(self, task: str = "click-button", tasks: list[str] | None = None,
                  episode_max_time_ms: int | None = None, data_mode: str = "train", oracle: bool = True,
-                 **kwargs: Any) -> None:
+                 serve: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("viewport", (500, 320))
         super().__init__(**kwargs)
         self.use_oracle = oracle
+        # file: pages load from the package folder (a browser on this machine); route: the env
+        # serves them at http://miniwob.vagen.test/ (needed by browsers elsewhere: a sandbox's).
+        remote = self.pool is not None or bool(self._browser_args["cdp_url"])
+        self.serve = serve or ("route" if remote else "file")
+        if self.serve not in ("file", "route"):
+            raise ValueError(f"miniwob: serve must be file or route, got {serve!r}")
+        if self.serve == "route":
+            self.sites = {MINIWOB_HOST: miniwob_dir().parent}
         self.task_pool = list(tasks or [])  # several tasks: reset(seed) picks tasks[seed % len]
         for t in self.task_pool:
             self._set_task(t)  # validates every name now
@@ -329,7 +426,8 @@ class MiniWoBEnv(WebEnv):
             hint = difflib.get_close_matches(task, tasks, n=3)
             raise ValueError(f"miniwob: unknown task {task!r}" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
         self.task = task
-        self.url = (miniwob_dir() / f"{task}.html").as_uri()
+        self.url = (miniwob_dir() / f"{task}.html").as_uri() if getattr(self, "serve", "file") == "file" \
+            else f"http://{MINIWOB_HOST}/miniwob/{task}.html"
         self._oracle = ORACLES.get(task) if self.use_oracle else None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -380,4 +478,108 @@ class MiniWoBEnv(WebEnv):
                 except OracleError:
                     self._plan = []
             state["oracle"] = list(self._plan[self._steps:])  # the scripted solution from here
+        return state
+
+
+class CustomWebEnv(WebEnv):
+    """Custom web tasks (``envs.web.tasks``): a registered task by name, or a one-off task
+    from ``start_url`` + ``goal`` + ``validator``. Local sites are served by request routing
+    (``http://vagen.test/<site>/``); requests to other hosts than the sites and
+    ``allow_hosts`` are refused. The oracle (``info["state"]["oracle"]``) is re-planned from
+    the current page after every step."""
+
+    name = "web"
+    description = "custom web tasks (setup/validate registry, bundled local Acme shop) or start_url+goal+validator"
+
+    def __init__(self, task: str | None = None, tasks: list[str] | None = None, start_url: str | None = None,
+                 goal: str | None = None, validator: Any = None, oracle_actions: list[str] | None = None,
+                 sites: dict[str, str] | None = None, oracle: bool = True, **kwargs: Any) -> None:
+        from .tasks import SITE_HOST, SITES_DIR, UrlTask, WebTaskError, compile_validator, web_task
+
+        kwargs.setdefault("viewport", (800, 600))
+        kwargs.setdefault("max_steps", 15)
+        super().__init__(**kwargs)
+        self.use_oracle = oracle
+        self.sites = {SITE_HOST: SITES_DIR}
+        for host, folder in (sites or {}).items():
+            if not isinstance(host, str) or not host or not all(c.isalnum() or c in ".-" for c in host):
+                raise ValueError(f"web: sites: bad host name {host!r}")
+            if not Path(folder).is_dir():
+                raise ValueError(f"web: sites[{host!r}]: {folder!r} is not a folder")
+            self.sites[host.lower()] = Path(folder)
+        if start_url is not None:
+            if task or tasks:
+                raise ValueError("web: give either task/tasks (registered) or start_url+goal+validator, not both")
+            if not isinstance(goal, str) or not goal.strip():
+                raise ValueError("web: start_url needs a goal (the instruction text)")
+            if validator is None:
+                raise ValueError("web: start_url needs a validator (callable, 'module:function' or a spec dict)")
+            u = urllib.parse.urlparse(start_url)
+            if u.scheme not in ("http", "https", "file"):
+                raise ValueError(f"web: start_url must be http(s):// or file://, got {start_url!r}")
+            try:
+                check = compile_validator(validator)
+            except WebTaskError as e:
+                raise ValueError(str(e)) from e
+            if u.scheme != "file" and (u.hostname or "").lower() not in self.sites:
+                self.allow_hosts.append(u.netloc.lower())  # the start site itself (its port only)
+            self._task_classes = {"custom": None}
+            self._make_task = lambda name, seed: UrlTask(seed, start_url, goal, check, oracle_actions)
+        else:
+            names = list(tasks or [task or "acme-login"])
+            try:
+                self._task_classes = {n: web_task(n) for n in names}
+            except WebTaskError as e:
+                raise ValueError(str(e)) from e
+            for cls in self._task_classes.values():
+                self.allow_hosts.extend(h for h in cls.allow_hosts if h not in self.allow_hosts)
+            self._make_task = lambda name, seed: self._task_classes[name](seed)
+        self.task_names = list(self._task_classes)  # the pool reset(seed) cycles through
+        self.task_name = self.task_names[0]
+        self.task = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """``options={"task_id": name}`` picks one of the env's tasks; otherwise
+        ``tasks[seed % len(tasks)]``."""
+        want = (options or {}).get("task_id") or (options or {}).get("task")
+        if want:
+            if want not in self._task_classes:
+                if self._task_classes == {"custom": None}:
+                    raise ValueError(f"web: task {want!r}: this env plays its start_url task only")
+                from .tasks import WebTaskError, web_task
+
+                try:
+                    self._task_classes[want] = web_task(want)  # any registered task, as `vagen eval web` asks
+                except WebTaskError as e:
+                    raise ValueError(str(e)) from e
+            self.task_name = want
+        else:
+            self.task_name = self.task_names[(seed or 0) % len(self.task_names)]
+        return super().reset(seed=seed, options=options)
+
+    def _start(self, page, seed: int | None, options: dict | None) -> str:
+        self.blocked_requests = 0
+        self.task = self._make_task(self.task_name, seed)
+        goal = self.task.setup(page)
+        if not isinstance(goal, str) or not goal.strip():
+            raise EnvInfraError(f"web task {self.task_name}: setup returned no goal ({goal!r})")
+        return goal
+
+    def _check(self, page) -> tuple[float, bool, dict[str, Any]]:
+        from .tasks import normalize_outcome
+
+        page.wait_for_load_state("load", timeout=5000)  # a navigation the action started
+        reward, done, info = normalize_outcome(self.task.validate(page, list(self.chat)))
+        info.setdefault("blocked_requests", self.blocked_requests)
+        return reward, done, info
+
+    def _state(self) -> dict[str, Any]:
+        state = {**super()._state(), "task": self.task_name}
+        if self.use_oracle and self.task is not None and self.page is not None:
+            from .miniwob_oracles import OracleError
+
+            try:
+                state["oracle"] = list(self.browser.call(lambda: self._on_page(lambda: self.task.oracle(self.page))))
+            except OracleError:
+                state["oracle"] = []
         return state

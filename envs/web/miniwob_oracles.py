@@ -39,11 +39,16 @@ def oracle(*names: str) -> Callable[[Oracle], Oracle]:
     return deco
 
 
-def _bid(page, selector: str, text: str | None = None) -> str:
+def find_bid(page, selector: str, text: str | None = None) -> str:
+    """The bid of the first element matching ``selector`` (and whose whitespace-normalized
+    text or value equals ``text``); OracleError if there is none."""
     bid = page.evaluate(_FIND, [selector, text])
     if bid is None:
         raise OracleError(f"no element {selector!r}" + (f" with text {text!r}" if text is not None else ""))
     return bid
+
+
+_bid = find_bid
 
 
 def _quoted(goal: str) -> list[str]:

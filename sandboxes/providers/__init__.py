@@ -1,11 +1,13 @@
-"""Sandbox providers: ``local`` (Xvfb + WM + server as local processes), ``docker``
-(containers from ``dockerfiles/``), ``remote`` (URLs of sandboxes started elsewhere)."""
+"""Sandbox providers. Desktops: ``local`` (Xvfb + WM + server as local processes),
+``docker`` (containers from ``dockerfiles/``), ``remote`` (URLs of sandboxes started
+elsewhere). Browsers (CDP endpoints for the web env, ``providers/browser.py``):
+``local-browser``, ``docker-browser``, ``remote-browser``."""
 
 from __future__ import annotations
 
 from .base import Provider, SandboxHandle, drop_record, load_records, save_record, state_dir
 
-PROVIDERS = ("local", "docker", "remote")
+PROVIDERS = ("local", "docker", "remote", "local-browser", "docker-browser", "remote-browser")
 
 
 def make_provider(name: str, **kwargs) -> Provider:
@@ -21,6 +23,12 @@ def make_provider(name: str, **kwargs) -> Provider:
         from .remote import RemoteProvider
 
         return RemoteProvider(**kwargs)
+    if name in ("local-browser", "docker-browser", "remote-browser"):
+        from . import browser
+
+        cls = {"local-browser": browser.LocalBrowserProvider, "docker-browser": browser.DockerBrowserProvider,
+               "remote-browser": browser.RemoteBrowserProvider}[name]
+        return cls(**kwargs)
     raise ValueError(f"unknown sandbox provider {name!r}; allowed: {', '.join(PROVIDERS)}")
 
 
@@ -30,6 +38,16 @@ def provider_from_config(cfg) -> Provider:
     import os
 
     size = f"{cfg.screen_width}x{cfg.screen_height}"
+    if getattr(cfg, "kind", "desktop") == "browser":
+        window = f"{cfg.screen_width},{cfg.screen_height}"
+        if cfg.provider == "local":
+            return make_provider("local-browser", window=window)
+        if cfg.provider == "docker":
+            from .browser import BROWSER_IMAGE
+
+            image = BROWSER_IMAGE if cfg.image == "vagen/desktop:latest" else cfg.image
+            return make_provider("docker-browser", image=image, window=window, mem_limit=cfg.mem_limit, cpus=cfg.cpus)
+        return make_provider("remote-browser", urls=list(cfg.urls))
     if cfg.provider == "local":
         return make_provider("local", size=size)
     if cfg.provider == "docker":

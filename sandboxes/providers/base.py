@@ -91,6 +91,18 @@ class Provider(ABC):
     def alive(self, handle: SandboxHandle) -> bool:
         """Cheap liveness (process/container running), without an HTTP round trip."""
 
+    def healthy(self, handle: SandboxHandle) -> bool:
+        """Alive and answering (the pool's health check): the control server's /health."""
+        from ..client import SandboxError
+
+        if not self.alive(handle):
+            return False
+        try:
+            with SandboxClient(handle.url, handle.token, timeout=5.0, retries=1) as c:
+                return c.health().get("status") == "ok"
+        except SandboxError:
+            return False
+
     def reset(self, handle: SandboxHandle) -> SandboxHandle:
         """Restore a clean state; may return a new handle (e.g. a recreated container)."""
         with handle.client(timeout=60.0) as c:

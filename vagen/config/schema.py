@@ -154,6 +154,9 @@ class SandboxConfig(Section):
     """Where GUI envs get their desktops/browsers."""
 
     provider: Literal["local", "docker", "remote"] = "local"
+    # desktop: Xvfb desktops with the control server (osworld); browser: headless Chromium over
+    # CDP for the web envs (miniwob, web), which otherwise launch their own Chromium.
+    kind: Literal["desktop", "browser"] = "desktop"
     num: int = Field(1, ge=1)
     urls: list[str] = Field(default_factory=list)
     # The remote sandboxes' token is read from this environment variable (never from a file

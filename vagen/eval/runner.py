@@ -253,10 +253,11 @@ class EvalRun:
 
     def _new_env(self):
         import envs
+        from sandboxes.pool import pool_kind
         from vagen.prompts.agent_env import AgentEnv
 
         params = dict(self.params)
-        if getattr(self.env_cls, "needs_sandbox", False):
+        if pool_kind(self.env_cls, self.s.sandbox):
             params["pool"] = self._sandbox_pool()
         env = AgentEnv(envs.make(self.s.suite, **params), self._agent_config())
         with self._envs_lock:

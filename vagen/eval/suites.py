@@ -3,7 +3,8 @@
 A suite is a registered env name. ``osworld`` plays tasks (the bundled ``osworld-lite`` or
 a folder of OSWorld task files), one episode per task (per seed when seeds are given);
 ``miniwob`` plays every task page of the package (or ``env.params.tasks``; ``--domains``
-picks tasks) at each seed (default 0); every other env plays one episode per seed. The manifest is fixed before the first
+picks tasks) at each seed (default 0); ``web`` plays every registered custom web task (or
+``env.params.tasks``) at each seed (default 0, 1, 2); every other env plays one episode per seed. The manifest is fixed before the first
 episode and written to ``run.json``: it is the denominator of every rate, so an episode
 that crashed counts as an error, never as missing.
 """
@@ -76,6 +77,13 @@ def manifest(suite: str, env_params: dict[str, Any], seeds: list[int] | None = N
         if domains:
             names = [n for n in names if n in domains]
         eps = [Episode(suite, n, n, s) for n in names for s in (seeds or [0])]
+    elif suite == "web" and not env_params.get("start_url"):
+        from envs.web.tasks import list_web_tasks
+
+        names = env_params.get("tasks") or ([env_params["task"]] if env_params.get("task") else list(list_web_tasks()))
+        if domains:
+            names = [n for n in names if n in domains]
+        eps = [Episode(suite, n, n, s) for n in names for s in (seeds or [0, 1, 2])]
     else:
         if domains:
             raise ValueError(f"suite {suite!r} has no domains; --domains applies to task suites (osworld)")

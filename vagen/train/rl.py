@@ -105,9 +105,12 @@ class RLTrainer:
     @staticmethod
     def _sandbox_pool(cfg: TrainConfig):
         """One pool of ``sandbox.num`` sandboxes shared by every env of a GUI env class
-        (``needs_sandbox``); the rollout plays ``groups x group_size`` episodes at once, so
+        (desktops for ``needs_sandbox``; browsers for web envs when ``sandbox.kind`` is
+        browser, see ``sandboxes.pool.pool_kind``); the rollout plays ``groups x group_size`` episodes at once, so
         the pool must hold that many (a smaller one would deadlock on leases)."""
-        if not getattr(envs.env_class(cfg.env.name), "needs_sandbox", False):
+        from sandboxes.pool import pool_kind
+
+        if pool_kind(envs.env_class(cfg.env.name), cfg.sandbox) is None:
             return None
         n = cfg.rollout.groups * cfg.rollout.group_size
         if cfg.sandbox.num < n:
