@@ -80,6 +80,7 @@ class Provider(ABC):
     detached ones); providers also stop their sandboxes at interpreter exit."""
 
     name: str = "base"
+    _mine: dict[str, SandboxHandle]  # the sandboxes this object started (providers that start any)
 
     @abstractmethod
     def start(self, n: int = 1) -> list[SandboxHandle]: ...
@@ -90,6 +91,24 @@ class Provider(ABC):
     @abstractmethod
     def alive(self, handle: SandboxHandle) -> bool:
         """Cheap liveness (process/container running), without an HTTP round trip."""
+
+    def _start_each(self, n: int, launch, wait) -> list[SandboxHandle]:
+        """Launch ``n`` sandboxes one after another (fast), then wait for all of them; on any
+        failure stop the ones launched. Started handles are remembered and recorded."""
+        handles: list[SandboxHandle] = []
+        try:
+            for _ in range(n):
+                handles.append(launch())
+            for h in handles:
+                wait(h)
+        except BaseException:
+            for h in handles:
+                self.stop(h)
+            raise
+        for h in handles:
+            self._mine[h.id] = h
+            save_record(h)
+        return handles
 
     def healthy(self, handle: SandboxHandle) -> bool:
         """Alive and answering (the pool's health check): the control server's /health."""

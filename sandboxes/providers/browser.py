@@ -32,6 +32,7 @@ import httpx
 from ..client import SandboxUnavailable
 from .base import Provider, SandboxHandle, drop_record, new_id, save_record
 from .docker import LABEL, DockerProvider, free_port
+from .remote import RemoteProvider
 
 BROWSER_IMAGE = "vagen/browser:latest"
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
@@ -89,20 +90,7 @@ class LocalBrowserProvider(Provider):
             atexit.register(self.close)
 
     def start(self, n: int = 1) -> list[SandboxHandle]:
-        handles: list[SandboxHandle] = []
-        try:
-            for _ in range(n):
-                handles.append(self._launch(new_id("browser"), free_port()))
-            for h in handles:
-                self._wait(h)
-        except BaseException:
-            for h in handles:
-                self.stop(h)
-            raise
-        for h in handles:
-            self._mine[h.id] = h
-            save_record(h)
-        return handles
+        return self._start_each(n, lambda: self._launch(new_id("browser"), free_port()), self._wait)
 
     def _launch(self, sid: str, port: int) -> SandboxHandle:
         profile = tempfile.mkdtemp(prefix=f"vagen-{sid}-")
@@ -183,21 +171,10 @@ class DockerBrowserProvider(DockerProvider):
                          shm_size=shm_size, reset_mode="restart", detach=detach, start_timeout=start_timeout,
                          env={"VAGEN_WINDOW": window, **(env or {})})
 
-    def start(self, n: int = 1) -> list[SandboxHandle]:
-        handles: list[SandboxHandle] = []
-        try:
-            for _ in range(n):
-                handles.append(self._run(new_id("browser"), ""))
-            for h in handles:
-                self._wait(h)
-        except BaseException:
-            for h in handles:
-                self.stop(h)
-            raise
-        for h in handles:
-            self._mine[h.id] = h
-            save_record(h)
-        return handles
+    id_prefix = "browser"
+
+    def _token(self) -> str:
+        return ""  # CDP has no authentication: loopback only
 
     def _run(self, sid: str, token: str, ports: dict | None = None) -> SandboxHandle:
         ports = ports or {"cdp": free_port()}
@@ -218,36 +195,19 @@ class DockerBrowserProvider(DockerProvider):
         return self.alive(handle) and cdp_version(handle.url) is not None
 
 
-class RemoteBrowserProvider(Provider):
+class RemoteBrowserProvider(RemoteProvider):
     """CDP endpoints started elsewhere (e.g. ``docker compose`` browsers): handed out, never stopped."""
 
     name = "remote-browser"
 
     def __init__(self, urls: list[str] | str, check: bool = True) -> None:
-        import hashlib
+        super().__init__(urls, token="-", check=check)
+        for h in self.handles:
+            h.id, h.token, h.provider = "cdp-" + h.id.removeprefix("remote-"), "", self.name
+            h.meta["kind"] = "browser"
 
-        if isinstance(urls, str):
-            urls = [u for u in urls.replace(",", " ").split() if u]
-        if not urls:
-            raise ValueError("the remote-browser provider needs at least one CDP URL")
-        self.handles = [SandboxHandle("cdp-" + hashlib.sha1(u.encode()).hexdigest()[:8], u.rstrip("/"), "",
-                                      self.name, {"remote": True, "kind": "browser"}) for u in urls]
-        self.check = check
-        self._given: set[str] = set()
-
-    def start(self, n: int = 1) -> list[SandboxHandle]:
-        free = [h for h in self.handles if h.id not in self._given]
-        if n > len(free):
-            raise SandboxUnavailable(f"asked for {n} remote browsers, {len(free)} of {len(self.handles)} are free")
-        out = free[:n]
-        if self.check:
-            for h in out:
-                wait_cdp(h.url, 30.0, what=f"remote browser {h.url}")
-        self._given.update(h.id for h in out)
-        return out
-
-    def stop(self, handle: SandboxHandle) -> None:
-        self._given.discard(handle.id)
+    def _wait_ready(self, handle: SandboxHandle) -> None:
+        wait_cdp(handle.url, 30.0, what=f"remote browser {handle.url}")
 
     def alive(self, handle: SandboxHandle) -> bool:
         return cdp_version(handle.url) is not None

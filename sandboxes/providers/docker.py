@@ -121,21 +121,13 @@ class DockerProvider(Provider):
             atexit.register(self.close)
 
     # -- lifecycle ---------------------------------------------------------------------------
+    id_prefix = "docker"
+
+    def _token(self) -> str:
+        return new_token()
+
     def start(self, n: int = 1) -> list[SandboxHandle]:
-        handles: list[SandboxHandle] = []
-        try:
-            for _ in range(n):  # run sequentially (fast), then wait for all of them together
-                handles.append(self._run(new_id("docker"), new_token()))
-            for h in handles:
-                self._wait(h)
-        except BaseException:
-            for h in handles:
-                self.stop(h)
-            raise
-        for h in handles:
-            self._mine[h.id] = h
-            save_record(h)
-        return handles
+        return self._start_each(n, lambda: self._run(new_id(self.id_prefix), self._token()), self._wait)
 
     def _run(self, sid: str, token: str, ports: dict | None = None) -> SandboxHandle:
         ports = ports or {"server": free_port(), "cdp": free_port(), "vnc": free_port() if self.vnc else None,

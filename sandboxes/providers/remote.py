@@ -35,10 +35,13 @@ class RemoteProvider(Provider):
         out = free[:n]
         if self.check:
             for h in out:
-                with h.client(timeout=10.0) as c:
-                    c.wait_ready(timeout=30.0)
+                self._wait_ready(h)
         self._given.update(h.id for h in out)
         return out
+
+    def _wait_ready(self, handle: SandboxHandle) -> None:
+        with handle.client(timeout=10.0) as c:
+            c.wait_ready(timeout=30.0)
 
     def stop(self, handle: SandboxHandle) -> None:
         self._given.discard(handle.id)  # not ours to stop: just hand it back
