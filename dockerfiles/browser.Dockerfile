@@ -1,4 +1,5 @@
-# VAGEN browser sandbox: headless Chromium exposing the DevTools protocol (CDP), for the web env.
+# VAGEN browser sandbox: headless Chromium (Debian's chromium-headless-shell, the lean old
+# headless mode) exposing the DevTools protocol (CDP), for the web env.
 #
 #   docker build -f dockerfiles/browser.Dockerfile -t vagen/browser .       (from the repo root)
 #   docker run -d --init --shm-size 1g -p 127.0.0.1:9222:9222 -e VAGEN_CDP_HOST=0.0.0.0 vagen/browser
@@ -10,7 +11,7 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 LC_ALL=C.UTF-8
 RUN apt-get update && apt-get upgrade -y && \
-    apt-get install -y --no-install-recommends chromium fonts-dejavu-core ca-certificates curl && \
+    apt-get install -y --no-install-recommends chromium-headless-shell fonts-dejavu-core ca-certificates curl && \
     apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 RUN useradd --create-home --uid 1000 --shell /bin/bash agent
 COPY dockerfiles/browser/entrypoint.sh /opt/vagen/browser/entrypoint.sh

@@ -56,7 +56,7 @@ class WebEnv(VagenEnv):
                  max_steps: int = 10, max_actions_per_turn: int = 1, allowed_actions: list[str] | None = None,
                  allow_hosts: list[str] | None = None, cdp_url: str | None = None, axtree_max_nodes: int = 300,
                  invalid_action_penalty: float = 0.0, headless: bool = True, action_timeout_ms: int = 1500,
-                 pool: Any = None) -> None:
+                 pool: Any = None, browser_executable: str | None = None, lean_browser: bool = True) -> None:
         if observation not in OBSERVATIONS:
             raise ValueError(f"{self.name}: observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
         if invalid_action_penalty > 0:
@@ -69,7 +69,8 @@ class WebEnv(VagenEnv):
         self.axtree_max_nodes = int(axtree_max_nodes)
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.action_timeout_ms = int(action_timeout_ms)
-        self._browser_args = {"viewport": self.viewport, "headless": headless, "cdp_url": cdp_url}
+        self._browser_args = {"viewport": self.viewport, "headless": headless, "cdp_url": cdp_url,
+                              "executable": browser_executable, "lean": lean_browser}
         if pool is not None and cdp_url:
             raise ValueError(f"{self.name}: give either pool (browser sandboxes) or cdp_url, not both")
         self.pool = pool  # a sandboxes.pool.SandboxPool of browser sandboxes (CDP URLs)
