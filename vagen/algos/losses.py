@@ -78,6 +78,7 @@ def ppo_clip_loss(
     dual_clip: float | None = None,
     agg: AggMode = "token-mean",
     norm: float | None = None,
+    token_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """PPO clipped surrogate with clip-higher and optional dual-clip, per token.
 
@@ -93,7 +94,9 @@ def ppo_clip_loss(
 
         L_t = min(L_t, -c A_t)
 
-    The per-token loss is reduced with ``aggregate(L, response_mask, agg, norm)``.
+    The per-token loss is reduced with ``aggregate(L, response_mask, agg, norm)``, after
+    multiplying it by ``token_weights`` when given (detached; e.g. the behaviour importance
+    weights of decoupled PPO, see :func:`behaviour_weights`).
 
     Metrics (token-mean over loss tokens, detached): ``clip_fraction`` (tokens where
     the clipped branch is active, so their gradient is 0), ``dual_clip_fraction`` (only
@@ -115,6 +118,8 @@ def ppo_clip_loss(
     if dual_clip is not None:
         loss_pre_dual = loss_mat
         loss_mat = torch.where(advantages < 0, torch.minimum(loss_mat, -dual_clip * advantages), loss_mat)
+    if token_weights is not None:
+        loss_mat = loss_mat * torch.where(mask, token_weights.detach(), torch.zeros_like(loss_mat))
     loss = aggregate(loss_mat, mask, agg, norm)
 
     with torch.no_grad():
@@ -134,6 +139,34 @@ def ppo_clip_loss(
             )
         metrics = {k: v.detach() for k, v in metrics.items()}
     return loss, metrics
+
+
+def behaviour_weights(prox_logprobs: Tensor, behaviour_logprobs: Tensor, response_mask: Tensor,
+                      cap: float | None = None) -> Tensor:
+    """Per-token importance weights pi_prox / pi_behaviour for off-policy (stale) rollouts.
+
+    Decoupled PPO (Hilton, Cobbe & Schulman 2022, "Batch size-invariance for policy
+    optimization", arXiv:2110.00641, eq. 2; used for asynchronous RL by AReaL, Fu et al.
+    2025, arXiv:2505.24298, eq. 5) separates the *behaviour* policy that sampled the tokens
+    (here: the rollout log-probs) from the *proximal* policy the clip is anchored to (the
+    recomputed log-probs of the weights before this update):
+
+        L_t = (pi_prox / pi_behav)(a_t) * max(-A_t r_t, -A_t clip(r_t, 1-e_low, 1+e_high)),
+        r_t = pi_theta / pi_prox
+
+    ``cap`` truncates the weight from above (truncated importance sampling; Ionides 2008,
+    "Truncated importance sampling"; used against rollout/trainer mismatch by Yao et al.
+    2025, "Your efficient RL framework secretly brings you off-policy RL training"). Padding
+    gets weight 0; the result is detached.
+    """
+    mask = torch.as_tensor(response_mask).bool()
+    log_w = torch.where(mask, prox_logprobs.detach() - behaviour_logprobs.detach(), torch.zeros_like(prox_logprobs))
+    w = torch.exp(log_w.clamp(max=20.0))
+    if cap is not None:
+        if cap <= 0:
+            raise ValueError(f"cap must be > 0, got {cap}")
+        w = w.clamp(max=cap)
+    return torch.where(mask, w, torch.zeros_like(w)).detach()
 
 
 def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, kind: KLKind = "k3") -> Tensor:

@@ -105,6 +105,12 @@ class AlgoConfig(Section):
     clip_ratio_low: float = Field(0.2, gt=0.0)
     clip_ratio_high: float = Field(0.28, gt=0.0)
     dual_clip: float | None = Field(None, gt=1.0)
+    # Off-policy data (asynchronous rollouts): "decoupled" = decoupled PPO (AReaL): clip
+    # against the proximal policy (the recomputed pre-update log-probs) and weight each token
+    # by pi_prox / pi_behaviour (the rollout log-probs), capped at is_cap when set; "tis" =
+    # the same weight always truncated at is_cap (truncated importance sampling).
+    off_policy: Literal["none", "decoupled", "tis"] = "none"
+    is_cap: float | None = Field(None, gt=0.0)
     kl_coef: float = Field(0.0, ge=0.0)
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     kl_in_reward: bool = False
@@ -137,7 +143,10 @@ class TrainerConfig(Section):
     micro_batch_size: int = Field(8, ge=1)
     sample_mode: Literal["turn", "trajectory"] = "turn"
     old_logprobs: Literal["recompute", "rollout"] = "recompute"
-    rollout_mode: Literal["sync"] = "sync"
+    # async: a producer thread plays the next batches while the trainer updates, at most
+    # max_staleness versions behind (AReaL's capacity rule per batch; 0 = synchronous results).
+    rollout_mode: Literal["sync", "async"] = "sync"
+    max_staleness: int = Field(1, ge=0)
     seed: int = 0
     out_dir: str = "runs/${env.name}"
     resume: str = "never"
@@ -209,6 +218,15 @@ class TrainConfig(Section):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+    @model_validator(mode="after")
+    def _off_policy_needs_proximal(self):
+        if self.algo.off_policy != "none" and self.trainer.old_logprobs != "recompute":
+            raise ValueError(f"algo.off_policy={self.algo.off_policy} weights tokens by pi_prox / pi_behaviour: "
+                             "it needs trainer.old_logprobs=recompute (the proximal log-probs)")
+        if self.algo.off_policy == "tis" and self.algo.is_cap is None:
+            raise ValueError("algo.off_policy=tis needs algo.is_cap (the truncation, e.g. 2.0)")
+        return self
 
 
 class ServeConfig(Section):

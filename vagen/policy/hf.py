@@ -77,6 +77,17 @@ class HFPolicy(Policy):
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self._torch = torch
 
+    def replica(self) -> HFPolicy:
+        """A second policy on a deep copy of the model (same processor, device and dtype): the
+        rollout side of asynchronous training, whose weights a ``WeightSync`` refreshes."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.model = copy.deepcopy(self.model)
+        twin.model.eval()
+        twin._lock = threading.Lock()
+        return twin
+
     def _reset_sampling_defaults(self) -> None:
         """Forget the checkpoint's sampling defaults (Qwen ships top_k=1, temperature 0.1):
         every call states its own, and leftovers would leak into greedy decoding."""

@@ -58,17 +58,19 @@ class RolloutManager:
         return self._envs[i]
 
     def collect(self, seeds: list[int], group_size: int, sampling: SamplingParams,
-                sample_seed: int | None = None) -> tuple[list[Trajectory], dict[str, float]]:
-        """Play ``len(seeds) x group_size`` episodes; return trajectories and metrics."""
-        return asyncio.run(self.acollect(seeds, group_size, sampling, sample_seed))
+                sample_seed: int | None = None, policy=None) -> tuple[list[Trajectory], dict[str, float]]:
+        """Play ``len(seeds) x group_size`` episodes; return trajectories and metrics.
+        ``policy`` overrides the manager's (the rollout replica in asynchronous training)."""
+        return asyncio.run(self.acollect(seeds, group_size, sampling, sample_seed, policy))
 
     async def _call(self, fn, *args, **kwargs):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
     async def acollect(self, seeds: list[int], group_size: int, sampling: SamplingParams,
-                       sample_seed: int | None = None) -> tuple[list[Trajectory], dict[str, float]]:
+                       sample_seed: int | None = None, policy=None) -> tuple[list[Trajectory], dict[str, float]]:
         t0 = time.perf_counter()
+        policy = policy or self.policy
         n = len(seeds) * group_size
         envs = [self._env(i) for i in range(n)]
         trajs = [Trajectory(group_id=i // group_size, traj_id=i, seed=seeds[i // group_size],
@@ -108,7 +110,7 @@ class RolloutManager:
                 break
             turn_sampling = replace(sampling, seed=None if sample_seed is None else sample_seed * 1009 + turn)
             tg = time.perf_counter()
-            gens: list[Generation] = await self._call(self.policy.generate_ids, [c for _, c in ready], turn_sampling)
+            gens: list[Generation] = await self._call(policy.generate_ids, [c for _, c in ready], turn_sampling)
             gen_time += time.perf_counter() - tg
             for (i, _), g in zip(ready, gens, strict=True):
                 budget = self.limits.max_tokens_per_trajectory - trajs[i].response_tokens

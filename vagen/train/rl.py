@@ -7,10 +7,12 @@ losses, checkpoint and metrics helpers).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from vagen.policy.base import SamplingParams
 from vagen.policy.hf import HFPolicy
 from vagen.prompts.agent_env import AgentConfig, AgentEnv
 from vagen.rollout import ContextBuilder, RolloutLimits, RolloutManager, Sample, Trajectory
+from vagen.rollout.async_driver import AsyncRollouts
+from vagen.rollout.weight_sync import InProcessCopy, SharedWeights
 from vagen.train import checkpoint
 from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
 from vagen.train.batch import collate
@@ -91,6 +95,13 @@ class RLTrainer:
         self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **params), acfg)
         limits = RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
         self.rollouts = RolloutManager(self.make_env, self.policy, self.builder, limits)
+        # Asynchronous mode: a replica generates (weights pushed before each batch) while the
+        # actor trains; the lock keeps a push from seeing a half-applied update.
+        self.weights_lock = threading.Lock()
+        self.rollout_policy = self.policy.replica() if t.rollout_mode == "async" else self.policy
+        self.weight_sync = (InProcessCopy(self.actor, self.rollout_policy, self.weights_lock)
+                            if t.rollout_mode == "async" else SharedWeights(self.policy))
+        self.async_rollouts: AsyncRollouts | None = None
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
         self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
         self.opt = torch.optim.AdamW([p for p in self.actor.parameters() if p.requires_grad], lr=t.lr,
@@ -122,19 +133,44 @@ class RLTrainer:
         return SandboxPool(provider_from_config(cfg.sandbox), size=cfg.sandbox.num)
 
     # -- one training step ----------------------------------------------------------------
+    def produce(self, step: int, policy=None) -> tuple[list[Trajectory], dict[str, float]]:
+        """Play the batch of training step ``step``: its seeds and sampling seed depend on the
+        step only, so sync and async (eta = 0) runs play the same episodes."""
+        c = self.cfg
+        seeds = [c.trainer.seed * 1_000_003 + step * c.rollout.groups + g for g in range(c.rollout.groups)]
+        return self.rollouts.collect(seeds, c.rollout.group_size, self.sampling(),
+                                     sample_seed=c.trainer.seed * 7919 + step, policy=policy)
+
+    def _async(self) -> AsyncRollouts:
+        if self.async_rollouts is None:
+            self.weight_sync.push(self.policy.policy_version)
+            self.async_rollouts = AsyncRollouts(lambda step: self.produce(step, self.rollout_policy), self.weight_sync,
+                                                version=lambda: self.policy.policy_version,
+                                                eta=self.cfg.trainer.max_staleness, first_step=self.step,
+                                                last_step=self.cfg.trainer.steps)
+        return self.async_rollouts
+
     def train_step(self) -> dict[str, Any]:
         c, a, t0 = self.cfg, self.cfg.algo, time.perf_counter()
-        seeds = [c.trainer.seed * 1_000_003 + self.step * c.rollout.groups + g for g in range(c.rollout.groups)]
-        trajs, metrics = self.rollouts.collect(seeds, c.rollout.group_size, self.sampling(),
-                                               sample_seed=c.trainer.seed * 7919 + self.step)
+        if c.trainer.rollout_mode == "async":
+            batch = self._async().get(self.step)
+            trajs, metrics = batch.trajs, dict(batch.metrics)
+            metrics.update({"async/staleness": float(self.policy.policy_version - batch.version),
+                            "async/trainer_wait_s": batch.extra["wait_s"], "async/sync_s": batch.sync_s,
+                            "async/buffered": float(self.async_rollouts.buffered())})
+        else:
+            trajs, metrics = self.produce(self.step)
         trajs = [tr for tr in trajs if not tr.dropped and tr.turns]
         trajs, filter_metrics = self.filter(trajs)                       # StarPO-S / zero-variance
         samples = self.samples(trajs)                                    # exact ids, per turn or per trajectory
         old_lp, ref_lp, values = self.score(samples)                     # no-grad forwards
         advantages, returns, adv_metrics = compute_advantages(a, trajs, samples, values)
         advantages = self.weight_turns(samples, advantages)
-        update_metrics = self.update(samples, advantages, returns, old_lp, ref_lp)
-        self.policy.policy_version += 1                                  # in-process weights: synced
+        with self.weights_lock:                                          # no weight push mid-update
+            update_metrics = self.update(samples, advantages, returns, old_lp, ref_lp)
+            self.policy.policy_version += 1
+        if self.async_rollouts is not None:
+            self.async_rollouts.completed(self.step)                     # lets the producer run ahead
         return {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
                 "lr": self.sched.get_last_lr()[0], "time/step_s": time.perf_counter() - t0}
 
@@ -223,8 +259,14 @@ class RLTrainer:
                     # Weight each micro-batch by its share of the mini-batch (tokens or sequences).
                     share = (float(mask.sum()) / total_tokens if a.loss_agg == "token-mean" else len(mi) / len(idx))
                     lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
+                    weights = None
+                    if a.off_policy != "none":  # decoupled PPO / TIS: pi_prox / pi_behaviour per token
+                        weights = algos.behaviour_weights(batch["old"], batch["rollout_logprobs"], mask, a.is_cap)
+                        stats.setdefault("actor/behaviour_weight", []).append(
+                            float((weights * mask).sum() / mask.sum().clamp(min=1)))
                     loss, pm = algos.ppo_clip_loss(lp, batch["old"], batch["advantages"], mask, clip_low=a.clip_ratio_low,
-                                                   clip_high=a.clip_ratio_high, dual_clip=a.dual_clip, agg=a.loss_agg)
+                                                   clip_high=a.clip_ratio_high, dual_clip=a.dual_clip, agg=a.loss_agg,
+                                                   token_weights=weights)
                     entropy = algos.aggregate(ent, mask, a.loss_agg)
                     total = loss - a.entropy_coef * entropy
                     if self.ref is not None:
@@ -265,10 +307,12 @@ class RLTrainer:
         if self.pool is not None:  # at most one episode per sandbox at a time
             chunk = min(chunk, self.pool.size)
         outcomes: list[bool] = []
-        for lo in range(0, episodes, chunk):
-            seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
-            trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo)
-            outcomes += [bool(tr.success) and not tr.dropped for tr in trajs]
+        hold = self.async_rollouts.pause() if self.async_rollouts is not None else contextlib.nullcontext()
+        with hold:  # the producer uses the same envs: it waits while validation runs
+            for lo in range(0, episodes, chunk):
+                seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
+                trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo)
+                outcomes += [bool(tr.success) and not tr.dropped for tr in trajs]
         # the same aggregation as `vagen eval` (a dropped episode counts as a failure, not as missing)
         self.last_val = success_rate(outcomes + [False] * (episodes - len(outcomes)))
         return float(self.last_val["rate"])
@@ -303,7 +347,10 @@ class RLTrainer:
         return summary
 
     def close(self) -> None:
-        """Close the envs and the sandbox pool (idempotent)."""
+        """Stop the producer, close the envs and the sandbox pool (idempotent)."""
+        if self.async_rollouts is not None:
+            self.async_rollouts.close()
+            self.async_rollouts = None
         self.rollouts.close()
         if self.pool is not None:
             self.pool.close()

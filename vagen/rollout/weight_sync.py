@@ -1,0 +1,68 @@
+"""Getting the trainer's weights to the rollout side, behind one interface.
+
+``WeightSync.push(version)`` makes the rollout policy generate with the trainer's current
+weights and stamps it with ``version`` (every ``Generation`` then carries that version); it
+returns the seconds it took, which the trainer logs as ``async/sync_s``.
+
+* :class:`SharedWeights` — synchronous training: the rollout policy *is* the trained model,
+  so there is nothing to copy (the version is still stamped).
+* :class:`InProcessCopy` — asynchronous training in one process (HF backend, CPU or GPU):
+  the rollout policy is a replica (``HFPolicy.replica()``) and ``push`` copies every
+  parameter and buffer tensor in place under the trainer's weights lock, so it never sees a
+  half-applied optimizer step and the replica's storage is reused (no reallocation).
+
+Not built yet (issue 9): a sync to a rollout *process* and to vLLM engines
+(``load_weights`` / collective broadcast in buckets).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+
+
+class WeightSync(ABC):
+    def __init__(self, rollout_policy) -> None:
+        self.rollout_policy = rollout_policy
+        self.last_s = 0.0
+        self.pushes = 0
+
+    @abstractmethod
+    def _copy(self) -> None: ...
+
+    def push(self, version: int) -> float:
+        t0 = time.perf_counter()
+        self._copy()
+        self.rollout_policy.policy_version = int(version)
+        self.last_s = time.perf_counter() - t0
+        self.pushes += 1
+        return self.last_s
+
+
+class SharedWeights(WeightSync):
+    def _copy(self) -> None:
+        pass
+
+
+class InProcessCopy(WeightSync):
+    def __init__(self, trainer_model, rollout_policy, lock: threading.Lock) -> None:
+        super().__init__(rollout_policy)
+        self.src, self.lock = trainer_model, lock
+        src = dict(trainer_model.state_dict(keep_vars=True))
+        dst = dict(rollout_policy.model.state_dict(keep_vars=True))
+        if src.keys() != dst.keys():
+            raise ValueError("the rollout replica's tensors do not match the trained model's")
+        self._pairs = [(dst[k], src[k]) for k in src]
+
+    def _copy(self) -> None:
+        import torch
+
+        with self.lock, torch.no_grad():
+            for d, s in self._pairs:
+                d.data.copy_(s.data, non_blocking=True)
+            if self._pairs and self._pairs[0][0].is_cuda:
+                torch.cuda.synchronize()
+
+
+__all__ = ["InProcessCopy", "SharedWeights", "WeightSync"]
