@@ -53,3 +53,5 @@ register("miniwob", "envs.web.env:MiniWoBEnv",
          "MiniWoB++ web tasks (every page of the miniwob package) in Playwright-driven Chromium; element-id actions")
 register("web", "envs.web.env:CustomWebEnv",
          "custom web tasks (setup/validate registry; bundled local Acme shop) or start_url + goal + validator")
+register("latency", "envs.latency:LatencyEnv",
+         "any env with GUI-like random reset/step delays (async-rollout benchmarks and tests)")

@@ -1,23 +1,29 @@
 """Asynchronous rollouts: a producer thread plays the next batches while the trainer updates.
 
-The trainer consumes one batch per step (step ``s`` = 1, 2, ...). The producer plays the
-batch for step ``s`` with ``produce(s)`` once the staleness bound allows it, and hands it
-over through a buffer. The bound is AReaL's capacity rule (Fu et al. 2025, "AReaL: A
-Large-Scale Asynchronous Reinforcement Learning System for Language Reasoning", §5.1: at
-most ``(eta + i + 1) x B`` trajectories may have been started when the trainer holds
-version ``i``), applied per batch: the batch for step ``s`` starts only when
-``completed_steps >= s - 1 - eta``. So ``eta = 0`` is synchronous training (the batch for
-step ``s`` is played with the weights after step ``s - 1``, exactly as the sync loop does)
-and ``eta = 1`` overlaps playing batch ``s + 1`` with training on batch ``s``.
+The trainer consumes one batch per step (step ``s`` = 1, 2, ...). Workers play the batch
+for step ``s`` with ``produce(s, slot)`` once the staleness bound allows it and hand it over
+through a buffer. The bound is AReaL's capacity rule (Fu et al. 2025, "AReaL: A Large-Scale
+Asynchronous Reinforcement Learning System for Language Reasoning", §5.1: at most
+``(eta + i + 1) x B`` trajectories may have been started when the trainer holds version
+``i``), applied per batch: the batch for step ``s`` starts only when
+``completed_steps >= s - 1 - eta``. There are ``eta + 1`` workers, each with its own envs
+(``slot``), so up to ``eta + 1`` batches are in flight at once: ``eta = 0`` is synchronous
+training (the batch for step ``s`` is played with the weights after step ``s - 1``, exactly
+as the sync loop does); ``eta = 1`` plays batches ``s + 1`` (and ``s + 2``) while the trainer
+works on ``s``, which both hides the update and keeps twice the envs busy — what pays off
+when env latency dominates (GUI sandboxes).
 
-Before each batch the producer pushes the trainer's latest weights to the rollout policy
-(``WeightSync.push``, timed); a batch is played with one version throughout (no partial
-rollouts in this mode), and every turn record carries that version. The trainer reads the
-batch's staleness (its own version minus the batch's) from the ``Batch``.
+Before each batch its worker pushes the trainer's latest weights to the rollout policy
+(``WeightSync.push``, timed). With several batches in flight, a push lands between two
+generate calls of the others (never inside one: the push holds the policy's generation
+lock), so a trajectory may finish under newer weights — a partial rollout; every turn
+record carries the version that generated it, and no version is older than the batch's
+start version, which the bound admitted. The trainer reads a batch's staleness (its own
+version minus the batch's start version) from the ``Batch``.
 
-``pause()`` (a context manager) waits for the batch in flight and holds the producer, so
-the trainer can use the same envs for validation. An exception in the producer is raised
-in the trainer's ``get``.
+``pause()`` (a context manager) waits for the batches in flight and holds the workers, so
+the trainer can use the envs for validation. An exception in a worker stops the workers
+and is raised in the trainer's ``get`` for any batch not played before it.
 """
 
 from __future__ import annotations
@@ -43,56 +49,68 @@ class Batch:
 
 
 class AsyncRollouts:
-    def __init__(self, produce: Callable[[int], tuple[list, dict[str, float]]], sync, version: Callable[[], int],
+    def __init__(self, produce: Callable[[int, int], tuple[list, dict[str, float]]], sync, version: Callable[[], int],
                  eta: int = 1, first_step: int = 1, last_step: int | None = None) -> None:
         if eta < 0:
             raise ValueError(f"max_staleness (eta) must be >= 0, got {eta}")
         self.produce, self.sync, self.version, self.eta = produce, sync, version, int(eta)
         self.last_step = last_step
         self._cv = threading.Condition()
+        self._sync_lock = threading.Lock()
         self._completed = first_step - 1     # steps the trainer has finished
-        self._next = first_step              # the next batch the producer plays
+        self._next = first_step              # the next batch a worker plays
         self._buffer: dict[int, Batch] = {}
-        self._in_flight = False
+        self._in_flight = 0
         self._paused = 0
         self._stop = False
         self._error: BaseException | None = None
         self.wait_s = 0.0                    # trainer time blocked in get()
-        self._thread = threading.Thread(target=self._loop, name="vagen-async-rollouts", daemon=True)
-        self._thread.start()
+        # eta + 1 workers: as many batches as the bound lets be in flight at once, each on its
+        # own set of envs (``slot``); eta = 0 is one worker, i.e. the synchronous loop.
+        self._threads = [threading.Thread(target=self._loop, args=(slot,), name=f"vagen-async-rollouts-{slot}",
+                                          daemon=True) for slot in range(self.eta + 1)]
+        for t in self._threads:
+            t.start()
 
     # -- producer -----------------------------------------------------------------------------
     def _may_start(self) -> bool:
-        if self._stop:
+        if self._stop or self._error is not None:
             return True
         if self._paused or (self.last_step is not None and self._next > self.last_step):
             return False
         return self._next - 1 - self.eta <= self._completed
 
-    def _loop(self) -> None:
+    def _push_latest(self) -> tuple[int, float]:
+        """Bring the rollout policy to the trainer's latest version (if it is behind)."""
+        with self._sync_lock:
+            version = self.version()
+            if self.sync.rollout_policy.policy_version == version and self.sync.pushes:
+                return version, 0.0
+            return version, self.sync.push(version)
+
+    def _loop(self, slot: int) -> None:
         while True:
             with self._cv:
                 self._cv.wait_for(self._may_start)
-                if self._stop:
+                if self._stop or self._error is not None:
                     return
                 step = self._next
-                self._in_flight = True
+                self._next += 1
+                self._in_flight += 1
             try:
                 t0 = time.perf_counter()
-                version = self.version()
-                sync_s = self.sync.push(version) if self.sync.rollout_policy.policy_version != version or \
-                    self.sync.pushes == 0 else 0.0
-                trajs, metrics = self.produce(step)
-                batch = Batch(step, version, trajs, metrics, t0, time.perf_counter(), sync_s)
+                version, sync_s = self._push_latest()
+                trajs, metrics = self.produce(step, slot)
+                batch = Batch(step, version, trajs, metrics, t0, time.perf_counter(), sync_s, {"slot": slot})
             except BaseException as e:  # noqa: BLE001 - handed to the trainer
                 with self._cv:
-                    self._error, self._in_flight = e, False
+                    self._error = e
+                    self._in_flight -= 1
                     self._cv.notify_all()
                 return
             with self._cv:
                 self._buffer[step] = batch
-                self._next += 1
-                self._in_flight = False
+                self._in_flight -= 1
                 self._cv.notify_all()
 
     # -- trainer side ---------------------------------------------------------------------------
@@ -127,7 +145,7 @@ class AsyncRollouts:
         """Hold the producer (after the batch in flight) for the duration of the block."""
         with self._cv:
             self._paused += 1
-            self._cv.wait_for(lambda: not self._in_flight or self._error is not None)
+            self._cv.wait_for(lambda: self._in_flight == 0 or self._error is not None)
         try:
             yield
         finally:
@@ -139,7 +157,9 @@ class AsyncRollouts:
         with self._cv:
             self._stop = True
             self._cv.notify_all()
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 __all__ = ["AsyncRollouts", "Batch"]

@@ -17,6 +17,7 @@ Not built yet (issue 9): a sync to a rollout *process* and to vLLM engines
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -58,7 +59,10 @@ class InProcessCopy(WeightSync):
     def _copy(self) -> None:
         import torch
 
-        with self.lock, torch.no_grad():
+        # The trainer's weights lock (no half-applied update) and the replica's generation lock
+        # (never under a generate call that another batch is running).
+        gen_lock = getattr(self.rollout_policy, "_lock", None) or contextlib.nullcontext()
+        with self.lock, gen_lock, torch.no_grad():
             for d, s in self._pairs:
                 d.data.copy_(s.data, non_blocking=True)
             if self._pairs and self._pairs[0][0].is_cuda:

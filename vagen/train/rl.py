@@ -102,6 +102,7 @@ class RLTrainer:
         self.weight_sync = (InProcessCopy(self.actor, self.rollout_policy, self.weights_lock)
                             if t.rollout_mode == "async" else SharedWeights(self.policy))
         self.async_rollouts: AsyncRollouts | None = None
+        self._slot_managers = [self.rollouts]
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
         self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
         self.opt = torch.optim.AdamW([p for p in self.actor.parameters() if p.requires_grad], lr=t.lr,
@@ -124,8 +125,12 @@ class RLTrainer:
         if pool_kind(envs.env_class(cfg.env.name), cfg.sandbox) is None:
             return None
         n = cfg.rollout.groups * cfg.rollout.group_size
+        what = "rollout.groups x rollout.group_size"
+        if cfg.trainer.rollout_mode == "async":  # eta + 1 batches in flight, each on its own envs
+            n *= cfg.trainer.max_staleness + 1
+            what += " x (trainer.max_staleness + 1)"
         if cfg.sandbox.num < n:
-            raise ValueError(f"env {cfg.env.name!r} plays rollout.groups x rollout.group_size = {n} episodes at once "
+            raise ValueError(f"env {cfg.env.name!r} plays {what} = {n} episodes at once "
                              f"but sandbox.num = {cfg.sandbox.num}; set sandbox.num >= {n}")
         from sandboxes.pool import SandboxPool
         from sandboxes.providers import provider_from_config
@@ -133,18 +138,26 @@ class RLTrainer:
         return SandboxPool(provider_from_config(cfg.sandbox), size=cfg.sandbox.num)
 
     # -- one training step ----------------------------------------------------------------
-    def produce(self, step: int, policy=None) -> tuple[list[Trajectory], dict[str, float]]:
-        """Play the batch of training step ``step``: its seeds and sampling seed depend on the
-        step only, so sync and async (eta = 0) runs play the same episodes."""
+    def produce(self, step: int, policy=None, slot: int = 0) -> tuple[list[Trajectory], dict[str, float]]:
+        """Play the batch of training step ``step`` on the envs of ``slot``: its seeds and
+        sampling seed depend on the step only, so sync and async (eta = 0) runs play the same
+        episodes."""
         c = self.cfg
         seeds = [c.trainer.seed * 1_000_003 + step * c.rollout.groups + g for g in range(c.rollout.groups)]
-        return self.rollouts.collect(seeds, c.rollout.group_size, self.sampling(),
-                                     sample_seed=c.trainer.seed * 7919 + step, policy=policy)
+        return self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
+                                           sample_seed=c.trainer.seed * 7919 + step, policy=policy)
+
+    def _manager(self, slot: int) -> RolloutManager:
+        """Slot 0 is ``self.rollouts`` (also validation's); async workers 1.. get their own envs."""
+        while len(self._slot_managers) <= slot:
+            self._slot_managers.append(RolloutManager(self.make_env, self.policy, self.builder, self.rollouts.limits))
+        return self._slot_managers[slot]
 
     def _async(self) -> AsyncRollouts:
         if self.async_rollouts is None:
             self.weight_sync.push(self.policy.policy_version)
-            self.async_rollouts = AsyncRollouts(lambda step: self.produce(step, self.rollout_policy), self.weight_sync,
+            self.async_rollouts = AsyncRollouts(lambda step, slot: self.produce(step, self.rollout_policy, slot),
+                                                self.weight_sync,
                                                 version=lambda: self.policy.policy_version,
                                                 eta=self.cfg.trainer.max_staleness, first_step=self.step,
                                                 last_step=self.cfg.trainer.steps)
@@ -351,7 +364,8 @@ class RLTrainer:
         if self.async_rollouts is not None:
             self.async_rollouts.close()
             self.async_rollouts = None
-        self.rollouts.close()
+        for m in self._slot_managers:
+            m.close()
         if self.pool is not None:
             self.pool.close()
             self.pool = None
