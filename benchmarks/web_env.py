@@ -154,6 +154,31 @@ def proc_tree_memory(root_pid):
     return out
 
 
+def run_memory_protocol(makes, *, episodes):
+    """Memory per env with several envs alive in one process (a rollout's situation).
+
+    ``makes`` builds one env each (adapter dicts as for ``run_web_protocol``); each plays
+    ``episodes`` episodes (reset seed i, one no-op step), then PSS/USS of the process tree
+    is read with all of them alive and divided by their number; then all are closed.
+    """
+    import os
+
+    envs_ = [make() for make in makes]
+    try:
+        for i in range(episodes):
+            for e in envs_:
+                e["reset"](i)
+                e["step"]("noop(wait_ms=0)")
+        mem = proc_tree_memory(os.getpid())
+    finally:
+        for e in envs_:
+            e["close"]()
+    n = len(envs_)
+    return {"envs": n, "pss_mb": mem["pss_mb"], "uss_mb": mem["uss_mb"], "per_env_pss_mb": mem["pss_mb"] / n,
+            "per_env_uss_mb": mem["uss_mb"] / n, "browsers": mem["browsers"], "processes": mem["processes"],
+            "by_kind_pss_mb": mem["by_kind_pss_mb"]}
+
+
 def run_web_protocol(make, *, episodes, warmup):
     """Time resets, no-op steps and click steps of one env, then measure its memory.
 
@@ -272,10 +297,11 @@ OURS_KWARGS = {"observation": "screenshot_axtree"}
 CHROMIUM = ""  # set from --chromium: both sides run the same binary
 
 
-def make_ours(task: str):
+def make_ours(task: str, **extra):
     import envs
 
-    env = envs.make("miniwob", task=task, **{**OURS_KWARGS, **({"browser_executable": CHROMIUM} if CHROMIUM else {})})
+    env = envs.make("miniwob", task=task, **{**OURS_KWARGS, **({"browser_executable": CHROMIUM} if CHROMIUM else {}),
+                                             **extra})
 
     def reset(seed):
         return env.reset(seed=seed)[0]
@@ -339,8 +365,12 @@ def _peer_main():
     args = json.loads(sys.argv[1])
     real_stdout = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
-        res = run_web_protocol(lambda: make_peer_browsergym(args["task"], args["env_kwargs"]),
-                               episodes=args["episodes"], warmup=args["warmup"])
+        if args.get("memory_tasks"):
+            res = run_memory_protocol([(lambda t=t: make_peer_browsergym(t, args["env_kwargs"]))
+                                       for t in args["memory_tasks"]], episodes=args["episodes"])
+        else:
+            res = run_web_protocol(lambda: make_peer_browsergym(args["task"], args["env_kwargs"]),
+                                   episodes=args["episodes"], warmup=args["warmup"])
     versions = {"python": platform.python_version()}
     for dist in args["dists"]:
         try:
@@ -354,8 +384,8 @@ def _peer_main():
 
 def _peer_snippet() -> str:
     parts = [f"RESULT_MARKER = {RESULT_MARKER!r}", f"CLICK_ROLES = {CLICK_ROLES!r}"]
-    parts += [inspect.getsource(f) for f in (pick_click_target, proc_tree_memory, run_web_protocol,
-                                             make_peer_browsergym, _peer_main)]
+    parts += [inspect.getsource(f) for f in (pick_click_target, proc_tree_memory, run_memory_protocol,
+                                             run_web_protocol, make_peer_browsergym, _peer_main)]
     return "\n\n".join(parts) + "\n\n_peer_main()\n"
 
 
@@ -429,9 +459,12 @@ def ensure_peer_browsers(peer_dir: Path, py: Path, chromium: str) -> Path:
     return browsers
 
 
-def measure_peer(task: str, variant: str, py: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+def measure_peer(task: str, variant: str, py: Path, env: dict[str, str], args: argparse.Namespace,
+                 memory_tasks: list[str] | None = None) -> dict[str, Any]:
     payload = {"task": task, "env_kwargs": PEER_VARIANTS[variant]["env_kwargs"], "episodes": args.episodes,
-               "warmup": args.warmup, "dists": PEER_DISTS}
+               "warmup": args.warmup, "dists": PEER_DISTS, "memory_tasks": memory_tasks}
+    if memory_tasks:
+        payload["episodes"] = 3
     with tempfile.NamedTemporaryFile("w", suffix="_web_peer_bench.py", delete=False) as f:
         f.write(_peer_snippet())
         script = f.name
@@ -460,6 +493,19 @@ def measure_ours(task: str, args: argparse.Namespace) -> dict[str, Any]:
                 "cfg": cfg}
     res["impl"] = "ours"
     res["cfg"] = cfg
+    return res
+
+
+def memory_tasks(args: argparse.Namespace) -> list[str]:
+    return [args.task_list[i % len(args.task_list)] for i in range(args.memory_envs)]
+
+
+def measure_ours_memory(args: argparse.Namespace, share: bool) -> dict[str, Any]:
+    global CHROMIUM
+    CHROMIUM = args.chromium or ""
+    extra = {"share_browser": True} if share else {}
+    res = run_memory_protocol([(lambda t=t: make_ours(t, **extra)) for t in memory_tasks(args)], episodes=3)
+    res["impl"] = "ours, one browser per env" if not share else "ours, share_browser=True (one browser, a context per env)"
     return res
 
 
@@ -659,6 +705,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chromium", default=shutil.which("chromium-headless-shell") or shutil.which("chromium") or "",
                    help="Chromium the peer's Playwright is pointed at; ours is given the same binary "
                         "(default: the headless shell, which our env picks by itself) (default: %(default)s)")
+    p.add_argument("--memory-envs", type=int, default=4,
+                   help="also measure memory per env with this many envs alive in one process (0/1: skip) "
+                        "(default: %(default)s)")
     p.add_argument("--no-peers", action="store_true", help="skip BrowserGym")
     p.add_argument("--no-ours", action="store_true", help="skip ours")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON result to this file")
@@ -758,6 +807,32 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"[{task}] {side} unavailable: {m.get('error', '')}")
         out["results"][task] = row
 
+    if args.memory_envs > 1:
+        mem: dict[str, Any] = {}
+        log(f"[memory] {args.memory_envs} envs alive in one process ...")
+        if not args.no_peers and not peer_error:
+            try:
+                mem["peer"] = measure_peer(args.task_list[0], "default", peer_py, peer_env, args, memory_tasks(args))
+                mem["peer"].pop("versions", None)
+            except Exception as e:
+                mem["peer"] = {"available": False, "error": f"{type(e).__name__}: {e}"}
+        if not args.no_ours:
+            mem["ours"] = measure_ours_memory(args, share=False)
+            mem["ours_shared"] = measure_ours_memory(args, share=True)
+        peer_pss = (mem.get("peer") or {}).get("per_env_pss_mb")
+        for k in ("ours", "ours_shared"):
+            if peer_pss and k in mem:
+                mem[k]["per_env_pss_ours_over_peer"] = mem[k]["per_env_pss_mb"] / peer_pss
+        out["memory_n_envs"] = mem
+        for k, m in mem.items():
+            if m.get("available") is False:
+                log(f"[memory] {k}: unavailable: {m.get('error')}")
+                continue
+            log(f"[memory] {k}: {m['envs']} envs: {m['per_env_pss_mb']:.0f} MB PSS / {m['per_env_uss_mb']:.0f} MB USS "
+                f"per env, {m['browsers']} browsers, {m['processes']} processes"
+                + (f"; x{m['per_env_pss_ours_over_peer']:.2f} of BrowserGym's" if "per_env_pss_ours_over_peer" in m
+                   else ""))
+
     summary: dict[str, Any] = {}
     for side in [f"peer_{v}" for v in args.variant_list] + ["ours"]:
         s = summarise(out["results"], side)
@@ -767,6 +842,11 @@ def main(argv: list[str] | None = None) -> int:
         summary[f"ratio_vs_{v}"] = ratios(summary.get("ours"), summary.get(f"peer_{v}"))
     out["summary"] = summary
     out["goals"] = goals(summary)
+    shared = (out.get("memory_n_envs") or {}).get("ours_shared") or {}
+    if out["goals"] is not None and "per_env_pss_ours_over_peer" in shared:
+        out["goals"][f"memory_pss_per_env_{shared['envs']}_envs_share_browser"] = {
+            "value": shared["per_env_pss_ours_over_peer"], "goal": "<= 0.5",
+            "met": bool(shared["per_env_pss_ours_over_peer"] <= 0.5)}
 
     print_table(out)
     for name, g in (out["goals"] or {}).items():

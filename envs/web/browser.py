@@ -144,8 +144,6 @@ class Browser:
         self._ready: Future = Future()
         self._thread.start()
         self._ready.result(timeout=timeout_s + 30)  # raises the launch error
-        self.context = None
-        self.page = None
 
     def _loop(self, headless: bool, cdp_url: str | None, executable: str | None, lean: bool) -> None:
         try:
@@ -196,19 +194,21 @@ class Browser:
                 raise EnvInfraError(f"the browser or page crashed: {str(e).splitlines()[0]}") from e
             raise
 
-    def new_context(self) -> Any:
-        """Close the previous episode's context; open a fresh one with one page."""
+    def new_context(self, previous: Any = None, viewport: tuple[int, int] | None = None) -> tuple[Any, Any]:
+        """Close ``previous`` (the caller's last episode's context); open a fresh context with
+        one page and return ``(context, page)``. Each env owns its contexts, so envs sharing
+        a browser (``share_browser``) never touch each other's."""
+        vw, vh = viewport or self.viewport
 
         def fresh():
-            if self.context is not None:
+            if previous is not None:
                 try:
-                    self.context.close()
+                    previous.close()
                 except Exception:  # noqa: BLE001 - a crashed page must not block the next episode
                     pass
-            self.context = self.browser.new_context(viewport={"width": self.viewport[0], "height": self.viewport[1]})
-            self.context.set_default_timeout(2000)
-            self.page = self.context.new_page()
-            return self.page
+            context = self.browser.new_context(viewport={"width": vw, "height": vh})
+            context.set_default_timeout(2000)
+            return context, context.new_page()
 
         return self.call(fresh)
 
@@ -235,10 +235,36 @@ class Browser:
             self._thread.join(timeout=5)
             return
         if self._thread.is_alive():
-            try:
-                if self.context is not None:
-                    self.call(self.context.close, timeout=10)
-            except Exception:  # noqa: BLE001
-                pass
-            self._jobs.put(None)
+            self._jobs.put(None)  # the loop closes the browser (and every context in it)
             self._thread.join(timeout=15)
+
+
+# -- browsers shared by the envs of a process (``share_browser=True``) ----------------------
+_SHARED: dict[tuple, Browser] = {}  # key -> the browser new envs get for these arguments
+_SHARED_LOCK = threading.Lock()
+
+
+def acquire_shared(**browser_args: Any) -> Browser:
+    """The process's browser for these arguments (started on first use); each env keeps its
+    own contexts in it. One Chromium + one driver for many envs: less memory per env, at
+    the price of the envs' browser calls taking turns on its thread and one crash hitting
+    every env that shares it (each sees an infra error and moves to a fresh browser)."""
+    key = tuple(sorted((k, str(v)) for k, v in browser_args.items() if k != "viewport"))
+    with _SHARED_LOCK:
+        b = _SHARED.get(key)
+        if b is None or b.broken:
+            b = _SHARED[key] = Browser(**browser_args)
+            b._shared_key, b._shared_refs = key, 0
+        b._shared_refs += 1
+        return b
+
+
+def release_shared(browser: Browser) -> None:
+    """An env is done with a shared browser; the last one out closes it."""
+    with _SHARED_LOCK:
+        browser._shared_refs -= 1
+        if browser._shared_refs > 0:
+            return
+        if _SHARED.get(browser._shared_key) is browser:
+            del _SHARED[browser._shared_key]
+    browser.close()

@@ -56,7 +56,8 @@ class WebEnv(VagenEnv):
                  max_steps: int = 10, max_actions_per_turn: int = 1, allowed_actions: list[str] | None = None,
                  allow_hosts: list[str] | None = None, cdp_url: str | None = None, axtree_max_nodes: int = 300,
                  invalid_action_penalty: float = 0.0, headless: bool = True, action_timeout_ms: int = 1500,
-                 pool: Any = None, browser_executable: str | None = None, lean_browser: bool = True) -> None:
+                 pool: Any = None, browser_executable: str | None = None, lean_browser: bool = True,
+                 share_browser: bool = False) -> None:
         if observation not in OBSERVATIONS:
             raise ValueError(f"{self.name}: observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
         if invalid_action_penalty > 0:
@@ -74,6 +75,10 @@ class WebEnv(VagenEnv):
         if pool is not None and cdp_url:
             raise ValueError(f"{self.name}: give either pool (browser sandboxes) or cdp_url, not both")
         self.pool = pool  # a sandboxes.pool.SandboxPool of browser sandboxes (CDP URLs)
+        if share_browser and (pool is not None or cdp_url):
+            raise ValueError(f"{self.name}: share_browser applies to local browsers, not to pool/cdp_url")
+        self.share_browser = bool(share_browser)  # one Chromium for every env of this process
+        self.context = None
         self._lease = None
         #: host -> folder served at http://<host>/ by request routing (no server); see envs.web.tasks
         self.sites: dict[str, Path] = {}
@@ -115,11 +120,15 @@ class WebEnv(VagenEnv):
     # -- episode -------------------------------------------------------------------------------
     def _ensure_browser(self) -> Browser:
         if self.browser is not None and self.browser.broken:
-            self.browser.close()  # kills a hung or crashed browser (a sandbox's: our connection to it)
-            self.browser = None
+            self._let_go()  # kills a hung or crashed browser (a sandbox's: our connection to it)
             self._drop_lease(lost=True)
         if self.browser is None:
-            if self.pool is None:
+            self.context = None
+            if self.share_browser:
+                from .browser import acquire_shared
+
+                self.browser = acquire_shared(**self._browser_args)
+            elif self.pool is None:
                 self.browser = Browser(**self._browser_args)
             else:  # a browser sandbox from the pool, kept for the env's life (one browser per env)
                 self._lease = self.pool.lease()
@@ -129,6 +138,24 @@ class WebEnv(VagenEnv):
                     self._drop_lease(lost=True)
                     raise
         return self.browser
+
+    def _let_go(self) -> None:
+        """Close our browser (or, shared, our context in it and our hold on it)."""
+        b, self.browser = self.browser, None
+        if b is None:
+            return
+        if self.share_browser:
+            from .browser import release_shared
+
+            if self.context is not None and not b.broken:
+                try:
+                    b.call(self.context.close, timeout=10)
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
+            release_shared(b)
+        else:
+            b.close()
+        self.context = None
 
     def _drop_lease(self, lost: bool = False) -> None:
         lease, self._lease = self._lease, None
@@ -141,9 +168,9 @@ class WebEnv(VagenEnv):
         super().reset(seed=seed)
         b = self._ensure_browser()
         try:
-            self.page = b.new_context()
+            self.context, self.page = b.new_context(self.context, self.viewport)
             if self.sites or self.allow_hosts:
-                b.call(lambda: b.context.route("**/*", self._route))
+                b.call(lambda: self.context.route("**/*", self._route))
             self.goal = b.call(lambda: self._start(self.page, seed, options))
         except EnvInfraError:
             raise
@@ -320,14 +347,14 @@ class WebEnv(VagenEnv):
         elif n == "go_forward":
             page.go_forward(timeout=t)
         elif n == "new_tab":
-            self.page = self.browser.context.new_page()
+            self.page = self.context.new_page()
         elif n == "tab_close":
-            pages = self.browser.context.pages
+            pages = self.context.pages
             if len(pages) > 1:
                 self.page.close()
-                self.page = self.browser.context.pages[-1]
+                self.page = self.context.pages[-1]
         elif n == "tab_focus":
-            pages = self.browser.context.pages
+            pages = self.context.pages
             if not 0 <= a["index"] < len(pages):
                 raise IndexError(f"no tab {a['index']} (there are {len(pages)})")
             self.page = pages[a["index"]]
@@ -340,7 +367,6 @@ class WebEnv(VagenEnv):
             page.wait_for_timeout(min(float(a.get("wait_ms", 1000)), 10_000))
         else:  # the grammar and this table must agree
             raise EnvInfraError(f"action {n!r} has no executor")
-        self.browser.page = self.page
 
     # -- observation ---------------------------------------------------------------------------
     def _observe(self, error: str) -> dict[str, Any]:
@@ -384,8 +410,7 @@ class WebEnv(VagenEnv):
     def close(self) -> None:
         if self.browser is not None:
             broken = self.browser.broken
-            self.browser.close()
-            self.browser = None
+            self._let_go()
             self._drop_lease(lost=broken)
 
 

@@ -199,3 +199,38 @@ def test_vagen_eval_web_suite_with_the_oracle(tmp_path):
     assert summary["stats"]["n"] == len(tasks) and summary["stats"]["rate"] == 1.0
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in rows) == tasks
+
+
+def test_share_browser_isolates_envs_in_one_chromium():
+    """share_browser=True: envs of a process share one Chromium (and driver), each in its own
+    context — the same origin's storage is not shared, episodes run concurrently, and the
+    browser closes when the last env does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envs.web.browser import _SHARED
+
+    es = [envs.make("web", task="acme-login", observation="axtree", share_browser=True) for _ in range(3)]
+    try:
+        for e in es:
+            e.reset(seed=0)
+        assert len({id(e.browser) for e in es}) == 1 and len({id(e.context) for e in es}) == 3
+        pid = es[0].browser.pid()
+
+        def solve(e):
+            obs, info = e.reset(seed=es.index(e))  # three different accounts, same origin
+            return play_oracle(e, info)[:2]
+
+        with ThreadPoolExecutor(3) as ex:
+            assert list(ex.map(solve, es)) == [(1.0, True)] * 3
+        sessions = [e.browser.call(lambda e=e: e.page.evaluate("() => localStorage.getItem('acme.session')"))
+                    for e in es]
+        assert len(set(sessions)) == 3  # each context its own storage
+        es[0].close()
+        es[1].reset(seed=5)
+        assert es[1].browser.pid() == pid and es[1].step("noop(wait_ms=0)")[1] == 0.0  # the others go on
+    finally:
+        for e in es:
+            e.close()
+    assert not _SHARED
+    with pytest.raises(ValueError, match="share_browser"):
+        envs.make("web", share_browser=True, cdp_url="http://127.0.0.1:9")
