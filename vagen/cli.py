@@ -315,15 +315,18 @@ def train(
     from vagen.train.plots import plot_run
     from vagen.train.rl import RLTrainer
 
-    console.print(f"[bold]vagen train[/] {name} -> {cfg.trainer.out_dir}")
-    console.print(to_yaml(cfg), highlight=False, markup=False)
+    main_rank = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 reports
+    if main_rank:
+        console.print(f"[bold]vagen train[/] {name} -> {cfg.trainer.out_dir}")
+        console.print(to_yaml(cfg), highlight=False, markup=False)
     try:
         trainer = RLTrainer(cfg)
     except ValueError as e:
         _fail(str(e))
     summary = trainer.run()
-    plot_run(cfg.trainer.out_dir)
-    print(json.dumps(summary))
+    if main_rank:
+        plot_run(cfg.trainer.out_dir)
+        print(json.dumps(summary))
 
 
 @app.command("sft", context_settings={"allow_extra_args": True})

@@ -147,6 +147,9 @@ class TrainerConfig(Section):
     # max_staleness versions behind (AReaL's capacity rule per batch; 0 = synchronous results).
     rollout_mode: Literal["sync", "async"] = "sync"
     max_staleness: int = Field(1, ge=0)
+    # single: one process; fsdp2: the actor (and critic) sharded with FSDP2 over the ranks of a
+    # torchrun job (gloo on CPU, nccl on GPU), each rank playing its share of the groups.
+    strategy: Literal["single", "fsdp2"] = "single"
     seed: int = 0
     out_dir: str = "runs/${env.name}"
     resume: str = "never"
@@ -218,6 +221,14 @@ class TrainConfig(Section):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+    @model_validator(mode="after")
+    def _fsdp2_is_synchronous(self):
+        if self.trainer.strategy == "fsdp2" and self.trainer.rollout_mode == "async":
+            raise ValueError("trainer.strategy=fsdp2 runs with trainer.rollout_mode=sync (the weight gather is a "
+                             "collective of the training ranks); for asynchronous rollouts use cluster.backend=ray "
+                             "or strategy=single")
+        return self
 
     @model_validator(mode="after")
     def _off_policy_needs_proximal(self):

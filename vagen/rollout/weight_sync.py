@@ -11,8 +11,12 @@ returns the seconds it took, which the trainer logs as ``async/sync_s``.
   parameter and buffer tensor in place under the trainer's weights lock, so it never sees a
   half-applied optimizer step and the replica's storage is reused (no reallocation).
 
-Not built yet (issue 9): a sync to a rollout *process* and to vLLM engines
-(``load_weights`` / collective broadcast in buckets).
+* :class:`GatheredCopy` — FSDP2 training (``trainer.strategy=fsdp2``): the actor is sharded,
+  so ``push`` all-gathers its full state dict (a collective: every rank pushes at the same
+  point of the step) and copies it into this rank's non-sharded rollout replica.
+
+A push to rollout *processes* (Ray actors) lives in ``vagen.cluster.ray_rollouts`` and the
+vLLM one in ``vagen.policy.vllm``; both take the same named tensors.
 """
 
 from __future__ import annotations
@@ -69,4 +73,25 @@ class InProcessCopy(WeightSync):
                 torch.cuda.synchronize()
 
 
-__all__ = ["InProcessCopy", "SharedWeights", "WeightSync"]
+class GatheredCopy(WeightSync):
+    def __init__(self, sharded_model, rollout_policy) -> None:
+        super().__init__(rollout_policy)
+        self.src = sharded_model
+        self._dst = dict(rollout_policy.model.state_dict(keep_vars=True))
+
+    def _copy(self) -> None:
+        import torch
+
+        from vagen.train.distributed import full_state_dict
+
+        full = full_state_dict(self.src)
+        unknown = sorted(set(full) - set(self._dst))
+        if unknown:
+            raise ValueError(f"the rollout replica has no tensors named {unknown[:3]}... (of {len(unknown)})")
+        gen_lock = getattr(self.rollout_policy, "_lock", None) or contextlib.nullcontext()
+        with gen_lock, torch.no_grad():
+            for k, v in full.items():
+                self._dst[k].data.copy_(v)
+
+
+__all__ = ["GatheredCopy", "InProcessCopy", "SharedWeights", "WeightSync"]

@@ -32,7 +32,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(ckpt_dir: Path, step: int, modules: dict[str, torch.nn.Module],
+def save_checkpoint(ckpt_dir: Path, step: int, modules: dict[str, Any],
                     stateful: dict[str, Any], trainer_state: dict[str, Any], hf_model=None, processor=None,
                     keep_last: int = 2) -> Path:
     """Save everything needed to continue at ``step + 1`` under ``ckpt_dir/step_<step>``."""
@@ -44,8 +44,9 @@ def save_checkpoint(ckpt_dir: Path, step: int, modules: dict[str, torch.nn.Modul
         hf_model.save_pretrained(tmp / "model")
         if processor is not None:
             processor.save_pretrained(tmp / "model")
-    torch.save({k: m.state_dict() for k, m in modules.items()}, tmp / "modules.pt")
-    torch.save({k: s.state_dict() for k, s in stateful.items()}, tmp / "optim.pt")
+    # A value may be a precomputed state dict (FSDP2 gathers full ones on every rank first).
+    torch.save({k: _state(m) for k, m in modules.items()}, tmp / "modules.pt")
+    torch.save({k: _state(s) for k, s in stateful.items()}, tmp / "optim.pt")
     torch.save(rng_state(), tmp / "rng.pt")
     (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, "step": step}, indent=2))
     if final.exists():
@@ -54,6 +55,10 @@ def save_checkpoint(ckpt_dir: Path, step: int, modules: dict[str, torch.nn.Modul
     for old in sorted(p for p in ckpt_dir.glob("step_*") if p.is_dir())[:-keep_last]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _state(obj) -> dict[str, Any]:
+    return obj if isinstance(obj, dict) else obj.state_dict()
 
 
 def latest_checkpoint(ckpt_dir: Path) -> Path | None:

@@ -29,8 +29,9 @@ from vagen.policy.hf import HFPolicy
 from vagen.prompts.agent_env import AgentConfig, AgentEnv
 from vagen.rollout import ContextBuilder, RolloutLimits, RolloutManager, Sample, Trajectory
 from vagen.rollout.async_driver import AsyncRollouts
-from vagen.rollout.weight_sync import InProcessCopy, SharedWeights
+from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, SharedWeights
 from vagen.train import checkpoint
+from vagen.train import distributed as D
 from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
 from vagen.train.batch import collate
 from vagen.train.metrics import MetricsLogger
@@ -79,10 +80,16 @@ class RLTrainer:
         if needs_critic(a.advantage) and t.sample_mode == "trajectory" and cfg.prompt.history != "full":
             raise ValueError("trainer.sample_mode=trajectory needs prompt.history=full")
         seed_everything(t.seed)
+        self.fsdp = t.strategy == "fsdp2"
+        self.dist = D.init_distributed(cfg.model.device) if self.fsdp else D.DistContext()
         self.run_dir = Path(t.out_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(_yaml(cfg))
-        self.policy = HFPolicy(cfg.model.path, device=cfg.model.device, dtype=cfg.model.dtype)
+        if self.dist.is_main:
+            (self.run_dir / "config.yaml").write_text(_yaml(cfg))
+        device = cfg.model.device
+        if self.fsdp and torch.cuda.is_available() and device in ("auto", "cuda"):
+            device = f"cuda:{self.dist.local_rank}"  # one GPU per rank
+        self.policy = HFPolicy(cfg.model.path, device=device, dtype=cfg.model.dtype)
         if cfg.model.lora_rank:
             self.policy.model = apply_lora(self.policy.model, cfg.model.lora_rank, cfg.model.lora_alpha)
         self.actor = self.policy.model
@@ -94,25 +101,38 @@ class RLTrainer:
         params = {**cfg.env.params, **({"pool": self.pool} if self.pool is not None else {})}
         self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **params), acfg)
         limits = RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
-        self.rollouts = RolloutManager(self.make_env, self.policy, self.builder, limits)
         # Asynchronous mode: a replica generates (weights pushed before each batch) while the
-        # actor trains; the lock keeps a push from seeing a half-applied update.
+        # actor trains; the lock keeps a push from seeing a half-applied update. FSDP2: the
+        # sharded actor cannot generate, so every rank generates with a full replica.
         self.weights_lock = threading.Lock()
-        self.rollout_policy = self.policy.replica() if t.rollout_mode == "async" else self.policy
-        self.weight_sync = (InProcessCopy(self.actor, self.rollout_policy, self.weights_lock)
-                            if t.rollout_mode == "async" else SharedWeights(self.policy))
+        self.rollout_policy = self.policy.replica() if (t.rollout_mode == "async" or self.fsdp) else self.policy
+        self.rollouts = RolloutManager(self.make_env, self.rollout_policy if self.fsdp else self.policy,
+                                       self.builder, limits)
         self.async_rollouts: AsyncRollouts | None = None
         self._slot_managers = [self.rollouts]
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
         self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
+        if self.fsdp:  # shard after the replica, critic and reference copied the full weights
+            dtype = torch.bfloat16 if cfg.model.dtype == "bfloat16" else None
+            D.shard_model(self.actor, dtype)
+            if self.critic is not None:
+                D.shard_model(self.critic, dtype)
+            self.weight_sync = GatheredCopy(self.actor, self.rollout_policy)
+        elif t.rollout_mode == "async":
+            self.weight_sync = InProcessCopy(self.actor, self.rollout_policy, self.weights_lock)
+        else:
+            self.weight_sync = SharedWeights(self.policy)
         self.opt = torch.optim.AdamW([p for p in self.actor.parameters() if p.requires_grad], lr=t.lr,
                                     weight_decay=t.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(t.lr_schedule, t.warmup_steps, t.steps))
         self.critic_opt = (torch.optim.AdamW(self.critic.parameters(), lr=a.critic_lr) if self.critic else None)
         self.step = 0
-        self.metrics = MetricsLogger(self.run_dir, cfg.model_dump(mode="json"), tensorboard=t.tensorboard)
+        self.metrics = (MetricsLogger(self.run_dir, cfg.model_dump(mode="json"), tensorboard=t.tensorboard)
+                        if self.dist.is_main else _NoMetrics())
         if t.resume != "never":
             self._resume(t.resume)
+        if self.fsdp:
+            self.weight_sync.push(self.policy.policy_version)
 
     @staticmethod
     def _sandbox_pool(cfg: TrainConfig):
@@ -124,8 +144,9 @@ class RLTrainer:
 
         if pool_kind(envs.env_class(cfg.env.name), cfg.sandbox) is None:
             return None
-        n = cfg.rollout.groups * cfg.rollout.group_size
-        what = "rollout.groups x rollout.group_size"
+        world = int(__import__("os").environ.get("WORLD_SIZE", 1)) if cfg.trainer.strategy == "fsdp2" else 1
+        n = -(-cfg.rollout.groups // world) * cfg.rollout.group_size  # each rank plays its share of the groups
+        what = "rollout.groups x rollout.group_size" + (f" / {world} ranks" if world > 1 else "")
         if cfg.trainer.rollout_mode == "async":  # eta + 1 batches in flight, each on its own envs
             n *= cfg.trainer.max_staleness + 1
             what += " x (trainer.max_staleness + 1)"
@@ -144,8 +165,19 @@ class RLTrainer:
         episodes."""
         c = self.cfg
         seeds = [c.trainer.seed * 1_000_003 + step * c.rollout.groups + g for g in range(c.rollout.groups)]
-        return self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
-                                           sample_seed=c.trainer.seed * 7919 + step, policy=policy)
+        sample_seed = c.trainer.seed * 7919 + step
+        if self.dist.world == 1:
+            return self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
+                                               sample_seed=sample_seed, policy=policy)
+        # FSDP2: this rank plays groups rank, rank + W, ...; every rank gets the whole batch back.
+        my_seeds, my_groups = D.split_groups(seeds, self.dist.world)[self.dist.rank]
+        trajs, m = self._manager(slot).collect(my_seeds, c.rollout.group_size, self.sampling(),
+                                               sample_seed=sample_seed + 104_729 * self.dist.rank, policy=policy)
+        parts = self.dist.all_gather_objects((trajs, my_groups, [m["time/rollout_s"], m["time/generate_s"],
+                                                                 m["time/env_s"]]))
+        merged = D.merge_parts([(p[0], p[1]) for p in parts], c.rollout.group_size)
+        times = [max(p[2][k] for p in parts) for k in range(3)]
+        return merged, RolloutManager._metrics(merged, *times)
 
     def _manager(self, slot: int) -> RolloutManager:
         """Slot 0 is ``self.rollouts`` (also validation's); async workers 1.. get their own envs."""
@@ -182,6 +214,8 @@ class RLTrainer:
         with self.weights_lock:                                          # no weight push mid-update
             update_metrics = self.update(samples, advantages, returns, old_lp, ref_lp)
             self.policy.policy_version += 1
+        if self.fsdp:                                                    # gather the shards into the replica
+            update_metrics["sync/weights_s"] = self.weight_sync.push(self.policy.policy_version)
         if self.async_rollouts is not None:
             self.async_rollouts.completed(self.step)                     # lets the producer run ahead
         return {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
@@ -225,29 +259,41 @@ class RLTrainer:
     def score(self, samples: list[Sample]):
         """Old-policy and reference log-probs and critic values for every sample."""
         temp = self.cfg.sampling.temperature or 1.0
-        old, ref, vals = [], [], []
         recompute = self.cfg.trainer.old_logprobs == "recompute"
         self.actor.eval()
-        for mb in self._batches(samples, self.cfg.trainer.micro_batch_size):
+        mbs = list(self._batches(samples, self.cfg.trainer.micro_batch_size))
+        # FSDP2: micro-batches round-robin over the ranks (padded: equal forward counts), then gathered.
+        mine, _ = D.round_robin(len(mbs), self.dist.rank, self.dist.world)
+        done: dict[int, tuple[list, list, list]] = {}
+        for j in mine:
+            mb = mbs[j if j is not None else 0]
             batch = collate(mb, self.policy)
             lens = [len(s.input_ids) for s in mb]
+            old, ref, vals = [], [], []
             if recompute:
                 lp, _ = forward_logprobs(self.actor, batch, temp)
-                old += [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
+                old = [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
             else:
-                old += [list(s.old_logprobs) for s in mb]
+                old = [list(s.old_logprobs) for s in mb]
             if self.ref is not None:
                 lp, _ = forward_logprobs(self.ref, batch, temp)
-                ref += [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
+                ref = [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
             if self.critic is not None:
                 v = self.critic(batch)
-                vals += [row[:n].tolist() for row, n in zip(v, lens, strict=True)]
+                vals = [row[:n].tolist() for row, n in zip(v, lens, strict=True)]
+            if j is not None:
+                done[j] = (old, ref, vals)
+        if self.dist.world > 1:
+            for part in self.dist.all_gather_objects(done):
+                done.update(part)
+        old = [x for j in range(len(mbs)) for x in done[j][0]]
+        ref = [x for j in range(len(mbs)) for x in done[j][1]]
+        vals = [x for j in range(len(mbs)) for x in done[j][2]]
         return old, (ref or None), (vals or None)
 
     def update(self, samples, advantages, returns, old_lp, ref_lp) -> dict[str, float]:
         """PPO epochs over shuffled mini-batches with gradient accumulation over micro-batches."""
-        c, a = self.cfg.trainer, self.cfg.algo
-        temp = self.cfg.sampling.temperature or 1.0
+        c = self.cfg.trainer
         gen = torch.Generator().manual_seed(c.seed * 104_729 + self.step)
         stats: dict[str, list[float]] = {}
         skipped = 0
@@ -260,44 +306,18 @@ class RLTrainer:
                 self.opt.zero_grad(set_to_none=True)
                 if self.critic_opt:
                     self.critic_opt.zero_grad(set_to_none=True)
-                for m_start in range(0, len(idx), c.micro_batch_size):
-                    mi = idx[m_start:m_start + c.micro_batch_size]
-                    extra = {"advantages": [advantages[i] for i in mi], "old": [old_lp[i] for i in mi]}
-                    if returns is not None:
-                        extra["returns"] = [returns[i] for i in mi]
-                    if ref_lp is not None:
-                        extra["ref"] = [ref_lp[i] for i in mi]
-                    batch = collate([samples[i] for i in mi], self.policy, extra)
-                    mask = batch["loss_mask"]
-                    # Weight each micro-batch by its share of the mini-batch (tokens or sequences).
-                    share = (float(mask.sum()) / total_tokens if a.loss_agg == "token-mean" else len(mi) / len(idx))
-                    lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
-                    weights = None
-                    if a.off_policy != "none":  # decoupled PPO / TIS: pi_prox / pi_behaviour per token
-                        weights = algos.behaviour_weights(batch["old"], batch["rollout_logprobs"], mask, a.is_cap)
-                        stats.setdefault("actor/behaviour_weight", []).append(
-                            float((weights * mask).sum() / mask.sum().clamp(min=1)))
-                    loss, pm = algos.ppo_clip_loss(lp, batch["old"], batch["advantages"], mask, clip_low=a.clip_ratio_low,
-                                                   clip_high=a.clip_ratio_high, dual_clip=a.dual_clip, agg=a.loss_agg,
-                                                   token_weights=weights)
-                    entropy = algos.aggregate(ent, mask, a.loss_agg)
-                    total = loss - a.entropy_coef * entropy
-                    if self.ref is not None:
-                        kl = algos.aggregate(algos.kl_penalty(lp, batch["ref"], a.kl_estimator), mask, a.loss_agg)
-                        total = total + a.kl_coef * kl
-                        stats.setdefault("actor/kl", []).append(float(kl.detach()))
-                    if self.critic is not None:
-                        v = self.critic(batch)
-                        vloss = 0.5 * (((v - batch["returns"]) ** 2) * mask).sum() / mask.sum().clamp(min=1)
-                        total = total + a.value_coef * vloss
-                        stats.setdefault("loss/value", []).append(float(vloss.detach()))
-                    (total * share).backward()
-                    stats.setdefault("loss/policy", []).append(float(loss.detach()))
-                    stats.setdefault("loss", []).append(float(total.detach()))
-                    stats.setdefault("actor/entropy", []).append(float(entropy.detach()))
-                    for k, v in pm.items():
-                        stats.setdefault(f"actor/{k}", []).append(float(v))
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip)
+                micro = [idx[m:m + c.micro_batch_size] for m in range(0, len(idx), c.micro_batch_size)]
+                # FSDP2: this rank's micro-batches, padded with weight-0 ones so every rank runs the
+                # same number of forward/backward passes (FSDP's collectives must line up).
+                mine, _ = D.round_robin(len(micro), self.dist.rank, self.dist.world)
+                for j in mine:
+                    total, share, mstats = self._micro_loss(samples, micro[j if j is not None else 0], idx,
+                                                            total_tokens, advantages, returns, old_lp, ref_lp)
+                    # FSDP2 averages gradients over the ranks: x world gives the sum of the shares.
+                    (total * (share * self.dist.world if j is not None else 0.0)).backward()
+                    for k, v in (mstats.items() if j is not None else ()):
+                        stats.setdefault(k, []).append(v)
+                grad_norm = D.local_tensor(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip))
                 if self.critic is not None:
                     torch.nn.utils.clip_grad_norm_(self.critic.parameters(), c.grad_clip)
                 if not torch.isfinite(grad_norm):
@@ -308,10 +328,54 @@ class RLTrainer:
                     self.critic_opt.step()
                 stats.setdefault("actor/grad_norm", []).append(float(grad_norm))
         self.sched.step()
+        if self.dist.world > 1:  # every rank's micro-batch statistics
+            merged: dict[str, list[float]] = {}
+            for part in self.dist.all_gather_objects(stats):
+                for k, v in part.items():
+                    merged.setdefault(k, []).extend(v)
+            stats = {k: v for k, v in merged.items() if k != "actor/grad_norm"} | {
+                "actor/grad_norm": stats.get("actor/grad_norm", [])}  # global already, once per rank
         out = {k: float(np.mean(v)) for k, v in stats.items()}
         out["train/skipped_nonfinite"] = float(skipped)
         out["train/samples"] = float(len(samples))
         return out
+
+    def _micro_loss(self, samples, mi, idx, total_tokens, advantages, returns, old_lp, ref_lp):
+        """One micro-batch's PPO (+ KL, entropy, value) loss, its share of the mini-batch ``idx``
+        (tokens or sequences) and its statistics."""
+        a, temp = self.cfg.algo, self.cfg.sampling.temperature or 1.0
+        extra = {"advantages": [advantages[i] for i in mi], "old": [old_lp[i] for i in mi]}
+        if returns is not None:
+            extra["returns"] = [returns[i] for i in mi]
+        if ref_lp is not None:
+            extra["ref"] = [ref_lp[i] for i in mi]
+        batch = collate([samples[i] for i in mi], self.policy, extra)
+        mask = batch["loss_mask"]
+        share = float(mask.sum()) / total_tokens if a.loss_agg == "token-mean" else len(mi) / len(idx)
+        stats: dict[str, float] = {}
+        lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
+        weights = None
+        if a.off_policy != "none":  # decoupled PPO / TIS: pi_prox / pi_behaviour per token
+            weights = algos.behaviour_weights(batch["old"], batch["rollout_logprobs"], mask, a.is_cap)
+            stats["actor/behaviour_weight"] = float((weights * mask).sum() / mask.sum().clamp(min=1))
+        loss, pm = algos.ppo_clip_loss(lp, batch["old"], batch["advantages"], mask, clip_low=a.clip_ratio_low,
+                                       clip_high=a.clip_ratio_high, dual_clip=a.dual_clip, agg=a.loss_agg,
+                                       token_weights=weights)
+        entropy = algos.aggregate(ent, mask, a.loss_agg)
+        total = loss - a.entropy_coef * entropy
+        if self.ref is not None:
+            kl = algos.aggregate(algos.kl_penalty(lp, batch["ref"], a.kl_estimator), mask, a.loss_agg)
+            total = total + a.kl_coef * kl
+            stats["actor/kl"] = float(kl.detach())
+        if self.critic is not None:
+            v = self.critic(batch)
+            vloss = 0.5 * (((v - batch["returns"]) ** 2) * mask).sum() / mask.sum().clamp(min=1)
+            total = total + a.value_coef * vloss
+            stats["loss/value"] = float(vloss.detach())
+        stats.update({"loss/policy": float(loss.detach()), "loss": float(total.detach()),
+                      "actor/entropy": float(entropy.detach())})
+        stats.update({f"actor/{k}": float(v) for k, v in pm.items()})
+        return total, share, stats
 
     # -- evaluation -------------------------------------------------------------------------
     def evaluate(self, episodes: int, greedy: bool, seed_start: int | None = None, chunk: int = 128) -> float:
@@ -321,11 +385,14 @@ class RLTrainer:
             chunk = min(chunk, self.pool.size)
         outcomes: list[bool] = []
         hold = self.async_rollouts.pause() if self.async_rollouts is not None else contextlib.nullcontext()
+        r, w = self.dist.rank, self.dist.world   # FSDP2: rank r plays episodes r, r + w, ...
         with hold:  # the producer uses the same envs: it waits while validation runs
-            for lo in range(0, episodes, chunk):
-                seeds = list(range(start + lo, start + min(episodes, lo + chunk)))
-                trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo)
+            for lo in range(0, episodes, chunk * w):
+                seeds = list(range(start + lo, start + min(episodes, lo + chunk * w)))[r::w]
+                trajs, _ = self.rollouts.collect(seeds, 1, self.sampling(greedy), sample_seed=start + lo + r)
                 outcomes += [bool(tr.success) and not tr.dropped for tr in trajs]
+        if w > 1:
+            outcomes = [o for part in self.dist.all_gather_objects(outcomes) for o in part]
         # the same aggregation as `vagen eval` (a dropped episode counts as a failure, not as missing)
         self.last_val = success_rate(outcomes + [False] * (episodes - len(outcomes)))
         return float(self.last_val["rate"])
@@ -354,7 +421,8 @@ class RLTrainer:
                 "val/success_greedy")
         summary = {"steps": self.step, "wall_s": round(time.perf_counter() - t0, 2), "run_dir": str(self.run_dir),
                    "last": {k: last[k] for k in keys if k in last}}
-        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        if self.dist.is_main:
+            (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self.metrics.close()
         self.close()
         return summary
@@ -369,6 +437,9 @@ class RLTrainer:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+        if self.fsdp and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+            self.fsdp = False
 
     def _modules(self) -> tuple[dict, dict]:
         modules: dict[str, torch.nn.Module] = {"actor": self.actor}
@@ -380,10 +451,25 @@ class RLTrainer:
 
     def save(self) -> Path:
         modules, stateful = self._modules()
-        return checkpoint.save_checkpoint(self.run_dir / "checkpoints", self.step, modules, stateful,
-                                          {"policy_version": self.policy.policy_version},
-                                          hf_model=self.actor, processor=self.policy.processor,
-                                          keep_last=self.cfg.trainer.keep_checkpoints)
+        ckpt_dir, hf_model = self.run_dir / "checkpoints", self.actor
+        if self.fsdp:  # gather full weights and optimizer states (collectives); rank 0 writes them
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+            full = StateDictOptions(full_state_dict=True)
+            owners = {"opt": self.actor, "critic_opt": self.critic}
+            stateful = {k: (get_optimizer_state_dict(owners[k], s, options=full) if k in owners else s)
+                        for k, s in stateful.items()}
+            modules = {k: D.full_state_dict(m) for k, m in modules.items()}
+            hf_model = self.rollout_policy.model  # the replica holds the full weights of this version
+        path = ckpt_dir / f"step_{self.step:06d}"
+        if self.dist.is_main:
+            path = checkpoint.save_checkpoint(ckpt_dir, self.step, modules, stateful,
+                                              {"policy_version": self.policy.policy_version,
+                                               "world_size": self.dist.world},
+                                              hf_model=hf_model, processor=self.policy.processor,
+                                              keep_last=self.cfg.trainer.keep_checkpoints)
+        self.dist.barrier()
+        return path
 
     def _resume(self, how: str) -> None:
         path = checkpoint.latest_checkpoint(self.run_dir / "checkpoints") if how == "auto" else Path(how)
@@ -391,11 +477,47 @@ class RLTrainer:
             logger.info("resume=auto: no checkpoint in %s, starting fresh", self.run_dir)
             return
         modules, stateful = self._modules()
-        state = checkpoint.load_checkpoint(path, modules, stateful)
+        if self.fsdp:
+            state = self._load_fsdp(path, modules, stateful)
+        else:
+            state = checkpoint.load_checkpoint(path, modules, stateful)
         self.step = int(state["step"])
         self.policy.policy_version = int(state["policy_version"])
         self.metrics.truncate_after(self.step)
         logger.info("resumed from %s at step %d", path, self.step)
+
+    def _load_fsdp(self, path: Path, modules: dict, stateful: dict) -> dict[str, Any]:
+        """Every rank loads the full states into its shards (any world size can resume)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        weights = torch.load(path / "modules.pt", map_location="cpu", weights_only=False)
+        optim = torch.load(path / "optim.pt", map_location="cpu", weights_only=False)
+        owners = {"opt": "actor", "critic_opt": "critic"}
+        for k, m in modules.items():
+            D.load_full_state_dict(m, weights[k])
+        for k, s in stateful.items():
+            if k in owners:
+                # strict=False: parameters that never had a gradient (e.g. the vision tower in a
+                # text-only run) have no optimizer state, in the checkpoint as in the live run
+                set_optimizer_state_dict(modules[owners[k]], s, optim[k],
+                                         options=StateDictOptions(full_state_dict=True, strict=False))
+            else:
+                s.load_state_dict(optim[k])
+        checkpoint.set_rng_state(torch.load(path / "rng.pt", weights_only=False))
+        return json.loads((path / checkpoint.STATE_FILE).read_text())
+
+
+class _NoMetrics:
+    """Ranks other than 0 of an FSDP2 job log nothing (rank 0 logs the gathered batch)."""
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        pass
+
+    def truncate_after(self, step: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _yaml(cfg: TrainConfig) -> str:
