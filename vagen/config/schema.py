@@ -189,6 +189,27 @@ class SandboxConfig(Section):
         return self
 
 
+class ClusterConfig(Section):
+    """Where rollouts run: in the trainer's process (``local``) or on Ray actors (``ray``), each
+    holding a rollout policy replica and its own envs (and sandbox pool), placed by a Ray
+    placement group; the trainer pushes weights to them through Ray's object store."""
+
+    backend: Literal["local", "ray"] = "local"
+    rollout_workers: int = Field(2, ge=1)
+    # None: start a Ray on this machine (loopback only); "auto": join the cluster of `ray start
+    # --head` (multi-node); or an address such as ray://host:10001.
+    address: str | None = None
+    worker_cpus: float = Field(1.0, gt=0)
+    worker_gpus: float = Field(0.0, ge=0)
+    placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
+    # A worker that dies is replaced (its in-flight trajectories dropped and counted) at most
+    # this many times in a run; one more death fails the run.
+    max_worker_restarts: int = Field(3, ge=0)
+    # CPUs a Ray started here may schedule (default: what the workers ask for, at least 1).
+    local_num_cpus: int | None = Field(None, ge=1)
+    placement_timeout_s: float = Field(120.0, gt=0)
+
+
 class SFTConfig(Section):
     """`vagen sft`: supervised fine-tuning on chat-format demonstrations."""
 
@@ -221,6 +242,14 @@ class TrainConfig(Section):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+
+    @model_validator(mode="after")
+    def _ray_needs_one_trainer_process(self):
+        if self.cluster.backend == "ray" and self.trainer.strategy == "fsdp2":
+            raise ValueError("cluster.backend=ray with trainer.strategy=fsdp2 is not supported yet: Ray rollout "
+                             "workers are fed by one trainer process (strategy=single)")
+        return self
 
     @model_validator(mode="after")
     def _fsdp2_is_synchronous(self):

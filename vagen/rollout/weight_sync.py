@@ -15,8 +15,10 @@ returns the seconds it took, which the trainer logs as ``async/sync_s``.
   so ``push`` all-gathers its full state dict (a collective: every rank pushes at the same
   point of the step) and copies it into this rank's non-sharded rollout replica.
 
-A push to rollout *processes* (Ray actors) lives in ``vagen.cluster.ray_rollouts`` and the
-vLLM one in ``vagen.policy.vllm``; both take the same named tensors.
+* :class:`RemotePush` — rollout *processes* (``cluster.backend=ray``): CPU copies through
+  Ray's object store to every worker (``vagen.cluster.ray_rollouts``).
+
+vLLM engines take the same named tensors (``VLLMPolicy.load_weights``).
 """
 
 from __future__ import annotations
@@ -94,4 +96,30 @@ class GatheredCopy(WeightSync):
                 self._dst[k].data.copy_(v)
 
 
-__all__ = ["GatheredCopy", "InProcessCopy", "SharedWeights", "WeightSync"]
+class _Version:
+    policy_version = -1
+
+
+class RemotePush(WeightSync):
+    """To rollout *processes*: Ray actors (``vagen.cluster.ray_rollouts.RayRollouts``, one set
+    per in-flight batch slot). The trainer's tensors are copied to CPU under the weights lock
+    (no half-applied update), then put in Ray's object store and loaded by every worker of
+    every set (a worker mid-batch loads them between two generate calls)."""
+
+    def __init__(self, trainer_model, remotes: list, lock: threading.Lock) -> None:
+        super().__init__(_Version())
+        self.src, self.remotes, self.lock = trainer_model, remotes, lock
+        self._version = -1
+
+    def push(self, version: int) -> float:
+        self._version = int(version)
+        return super().push(version)
+
+    def _copy(self) -> None:
+        for remote in self.remotes:
+            with self.lock:
+                tensors = remote.snapshot(self.src)
+            remote.send(tensors, self._version)
+
+
+__all__ = ["GatheredCopy", "InProcessCopy", "RemotePush", "SharedWeights", "WeightSync"]

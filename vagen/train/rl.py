@@ -29,7 +29,7 @@ from vagen.policy.hf import HFPolicy
 from vagen.prompts.agent_env import AgentConfig, AgentEnv
 from vagen.rollout import ContextBuilder, RolloutLimits, RolloutManager, Sample, Trajectory
 from vagen.rollout.async_driver import AsyncRollouts
-from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, SharedWeights
+from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, RemotePush, SharedWeights
 from vagen.train import checkpoint
 from vagen.train import distributed as D
 from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
@@ -71,6 +71,22 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def rollout_side(cfg: TrainConfig, processor, parts: int = 1):
+    """What plays episodes, for the trainer and for remote rollout workers alike: the context
+    builder, an env factory, the sandbox pool (None for non-GUI envs) sized for this process's
+    share (1 / ``parts``) of the groups, and the rollout limits."""
+    builder = ContextBuilder(processor, history=cfg.prompt.history, history_k=cfg.prompt.history_k,
+                             max_images=cfg.prompt.max_images if cfg.prompt.max_images else None)
+    acfg = agent_config(cfg)
+    pool = RLTrainer._sandbox_pool(cfg, parts)
+    params = {**cfg.env.params, **({"pool": pool} if pool is not None else {})}
+
+    def make_env():
+        return AgentEnv(envs.make(cfg.env.name, **params), acfg)
+
+    return builder, make_env, pool, RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
+
+
 class RLTrainer:
     """Owns the policy, optional critic/reference, optimizers, rollouts and the run dir."""
 
@@ -93,22 +109,19 @@ class RLTrainer:
         if cfg.model.lora_rank:
             self.policy.model = apply_lora(self.policy.model, cfg.model.lora_rank, cfg.model.lora_alpha)
         self.actor = self.policy.model
-        self.builder = ContextBuilder(self.policy.processor, history=cfg.prompt.history,
-                                      history_k=cfg.prompt.history_k,
-                                      max_images=cfg.prompt.max_images if cfg.prompt.max_images else None)
-        acfg = agent_config(cfg)
-        self.pool = self._sandbox_pool(cfg)
-        params = {**cfg.env.params, **({"pool": self.pool} if self.pool is not None else {})}
-        self.make_env = lambda: AgentEnv(envs.make(cfg.env.name, **params), acfg)
-        limits = RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
+        parts = self.dist.world if self.fsdp else 1  # each rank plays its share of the groups
+        self.builder, self.make_env, self.pool, limits = rollout_side(cfg, self.policy.processor, parts)
         # Asynchronous mode: a replica generates (weights pushed before each batch) while the
         # actor trains; the lock keeps a push from seeing a half-applied update. FSDP2: the
         # sharded actor cannot generate, so every rank generates with a full replica.
         self.weights_lock = threading.Lock()
-        self.rollout_policy = self.policy.replica() if (t.rollout_mode == "async" or self.fsdp) else self.policy
+        self.on_ray = cfg.cluster.backend == "ray"
+        local_replica = (t.rollout_mode == "async" and not self.on_ray) or self.fsdp
+        self.rollout_policy = self.policy.replica() if local_replica else self.policy
         self.rollouts = RolloutManager(self.make_env, self.rollout_policy if self.fsdp else self.policy,
                                        self.builder, limits)
         self.async_rollouts: AsyncRollouts | None = None
+        self.remote_rollouts: list = []
         self._slot_managers = [self.rollouts]
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
         self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
@@ -118,6 +131,14 @@ class RLTrainer:
             if self.critic is not None:
                 D.shard_model(self.critic, dtype)
             self.weight_sync = GatheredCopy(self.actor, self.rollout_policy)
+        elif self.on_ray:  # rollout workers are Ray actors: one set per batch in flight
+            from vagen.cluster import RayRollouts
+
+            sets = t.max_staleness + 1 if t.rollout_mode == "async" else 1
+            self.remote_rollouts = []
+            for i in range(sets):
+                self.remote_rollouts.append(RayRollouts(cfg, name=f"slot{i}"))
+            self.weight_sync = RemotePush(self.actor, self.remote_rollouts, self.weights_lock)
         elif t.rollout_mode == "async":
             self.weight_sync = InProcessCopy(self.actor, self.rollout_policy, self.weights_lock)
         else:
@@ -135,7 +156,7 @@ class RLTrainer:
             self.weight_sync.push(self.policy.policy_version)
 
     @staticmethod
-    def _sandbox_pool(cfg: TrainConfig):
+    def _sandbox_pool(cfg: TrainConfig, parts: int = 1):
         """One pool of ``sandbox.num`` sandboxes shared by every env of a GUI env class
         (desktops for ``needs_sandbox``; browsers for web envs when ``sandbox.kind`` is
         browser, see ``sandboxes.pool.pool_kind``); the rollout plays ``groups x group_size`` episodes at once, so
@@ -144,9 +165,8 @@ class RLTrainer:
 
         if pool_kind(envs.env_class(cfg.env.name), cfg.sandbox) is None:
             return None
-        world = int(__import__("os").environ.get("WORLD_SIZE", 1)) if cfg.trainer.strategy == "fsdp2" else 1
-        n = -(-cfg.rollout.groups // world) * cfg.rollout.group_size  # each rank plays its share of the groups
-        what = "rollout.groups x rollout.group_size" + (f" / {world} ranks" if world > 1 else "")
+        n = -(-cfg.rollout.groups // parts) * cfg.rollout.group_size  # this process's share of the groups
+        what = "rollout.groups x rollout.group_size" + (f" / {parts} (ranks or workers)" if parts > 1 else "")
         if cfg.trainer.rollout_mode == "async":  # eta + 1 batches in flight, each on its own envs
             n *= cfg.trainer.max_staleness + 1
             what += " x (trainer.max_staleness + 1)"
@@ -166,6 +186,12 @@ class RLTrainer:
         c = self.cfg
         seeds = [c.trainer.seed * 1_000_003 + step * c.rollout.groups + g for g in range(c.rollout.groups)]
         sample_seed = c.trainer.seed * 7919 + step
+        if self.on_ray:  # Ray actors play it (weights pushed first if they are behind)
+            if c.trainer.rollout_mode == "sync" and self.weight_sync.rollout_policy.policy_version != \
+                    self.policy.policy_version:
+                self.weight_sync.push(self.policy.policy_version)
+            trajs, m = self.remote_rollouts[slot].collect(seeds, c.rollout.group_size, self.sampling(), sample_seed)
+            return trajs, {**m, "sync/weights_s": self.weight_sync.last_s}
         if self.dist.world == 1:
             return self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
                                                sample_seed=sample_seed, policy=policy)
@@ -434,6 +460,9 @@ class RLTrainer:
             self.async_rollouts = None
         for m in self._slot_managers:
             m.close()
+        for remote in reversed(self.remote_rollouts):  # the set that started Ray closes last
+            remote.close()
+        self.remote_rollouts = []
         if self.pool is not None:
             self.pool.close()
             self.pool = None
