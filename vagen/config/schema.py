@@ -47,6 +47,12 @@ class PolicyConfig(Section):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_concurrency: int = Field(8, ge=1)
+    # vllm (``vagen train``): the engine's share of its GPU, whether it sleeps (frees its
+    # memory) while the trainer updates on the same GPU, and the weight-load bucket size.
+    gpu_memory_utilization: float = Field(0.5, gt=0.0, le=1.0)
+    vllm_sleep: bool = False
+    weight_bucket_mb: float = Field(512.0, gt=0.0)
+    max_model_len: int | None = Field(None, ge=128)
 
 
 class EnvConfig(Section):
@@ -243,6 +249,18 @@ class TrainConfig(Section):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+
+    @model_validator(mode="after")
+    def _trainable_rollout_backends(self):
+        if self.policy.backend == "openai":
+            raise ValueError("policy.backend=openai cannot be trained (its weights are elsewhere); use hf or vllm")
+        if self.policy.backend == "vllm" and self.model.lora_rank:
+            raise ValueError("policy.backend=vllm with model.lora_rank > 0 is not supported yet (the engine "
+                             "would need merged or adapter weights); use full fine-tuning or policy.backend=hf")
+        if self.policy.backend == "vllm" and (self.cluster.backend == "ray" or self.trainer.strategy == "fsdp2"):
+            raise ValueError("policy.backend=vllm runs one engine beside a single trainer process for now "
+                             "(cluster.backend=local, trainer.strategy=single)")
+        return self
 
     @model_validator(mode="after")
     def _ray_needs_one_trainer_process(self):

@@ -18,7 +18,8 @@ returns the seconds it took, which the trainer logs as ``async/sync_s``.
 * :class:`RemotePush` — rollout *processes* (``cluster.backend=ray``): CPU copies through
   Ray's object store to every worker (``vagen.cluster.ray_rollouts``).
 
-vLLM engines take the same named tensors (``VLLMPolicy.load_weights``).
+* :class:`VLLMLoad` — vLLM engines (``policy.backend=vllm``): named tensors in buckets
+  through ``collective_rpc`` (``VLLMPolicy.load_weights``).
 """
 
 from __future__ import annotations
@@ -122,4 +123,21 @@ class RemotePush(WeightSync):
             remote.send(tensors, self._version)
 
 
-__all__ = ["GatheredCopy", "InProcessCopy", "RemotePush", "SharedWeights", "WeightSync"]
+class VLLMLoad(WeightSync):
+    """To vLLM engines (``policy.backend=vllm``): the trainer's named tensors, cast to the
+    engine's dtype, loaded in buckets by every vLLM worker (``VLLMPolicy.load_weights``)
+    under the trainer's weights lock."""
+
+    def __init__(self, trainer_model, engine, lock: threading.Lock, dtype=None, bucket_mb: float = 512.0) -> None:
+        super().__init__(engine)
+        self.src, self.lock, self.dtype, self.bucket_mb = trainer_model, lock, dtype, bucket_mb
+
+    def _copy(self) -> None:
+        import torch
+
+        with self.lock, torch.no_grad():
+            named = ((k, v.to(self.dtype) if self.dtype is not None else v) for k, v in self.src.state_dict().items())
+            self.rollout_policy.load_weights(named, bucket_mb=self.bucket_mb)
+
+
+__all__ = ["GatheredCopy", "InProcessCopy", "RemotePush", "SharedWeights", "VLLMLoad", "WeightSync"]

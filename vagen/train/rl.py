@@ -29,7 +29,7 @@ from vagen.policy.hf import HFPolicy
 from vagen.prompts.agent_env import AgentConfig, AgentEnv
 from vagen.rollout import ContextBuilder, RolloutLimits, RolloutManager, Sample, Trajectory
 from vagen.rollout.async_driver import AsyncRollouts
-from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, RemotePush, SharedWeights
+from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, RemotePush, SharedWeights, VLLMLoad
 from vagen.train import checkpoint
 from vagen.train import distributed as D
 from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
@@ -116,10 +116,18 @@ class RLTrainer:
         # sharded actor cannot generate, so every rank generates with a full replica.
         self.weights_lock = threading.Lock()
         self.on_ray = cfg.cluster.backend == "ray"
-        local_replica = (t.rollout_mode == "async" and not self.on_ray) or self.fsdp
+        self.on_vllm = cfg.policy.backend == "vllm"
+        local_replica = (t.rollout_mode == "async" and not self.on_ray and not self.on_vllm) or self.fsdp
         self.rollout_policy = self.policy.replica() if local_replica else self.policy
-        self.rollouts = RolloutManager(self.make_env, self.rollout_policy if self.fsdp else self.policy,
-                                       self.builder, limits)
+        if self.on_vllm:  # a vLLM engine generates (GPU); the HF actor trains and validates
+            from vagen.policy.vllm import VLLMPolicy
+
+            p = cfg.policy
+            self.rollout_policy = VLLMPolicy(cfg.model.path, dtype=cfg.model.dtype,
+                                             gpu_memory_utilization=p.gpu_memory_utilization,
+                                             max_model_len=p.max_model_len, sleep_mode=p.vllm_sleep)
+        self.rollouts = RolloutManager(self.make_env, self.rollout_policy if (self.fsdp or self.on_vllm)
+                                       else self.policy, self.builder, limits)
         self.async_rollouts: AsyncRollouts | None = None
         self.remote_rollouts: list = []
         self._slot_managers = [self.rollouts]
@@ -131,6 +139,10 @@ class RLTrainer:
             if self.critic is not None:
                 D.shard_model(self.critic, dtype)
             self.weight_sync = GatheredCopy(self.actor, self.rollout_policy)
+        elif self.on_vllm:
+            dtype = next(self.actor.parameters()).dtype if cfg.model.dtype == "auto" else getattr(torch, cfg.model.dtype)
+            self.weight_sync = VLLMLoad(self.actor, self.rollout_policy, self.weights_lock, dtype,
+                                        cfg.policy.weight_bucket_mb)
         elif self.on_ray:  # rollout workers are Ray actors: one set per batch in flight
             from vagen.cluster import RayRollouts
 
@@ -192,9 +204,15 @@ class RLTrainer:
                 self.weight_sync.push(self.policy.policy_version)
             trajs, m = self.remote_rollouts[slot].collect(seeds, c.rollout.group_size, self.sampling(), sample_seed)
             return trajs, {**m, "sync/weights_s": self.weight_sync.last_s}
+        if self.on_vllm and c.trainer.rollout_mode == "sync" and \
+                self.rollout_policy.policy_version != self.policy.policy_version:
+            self.weight_sync.push(self.policy.policy_version)  # the engine generates with the new weights
         if self.dist.world == 1:
-            return self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
-                                               sample_seed=sample_seed, policy=policy)
+            out = self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
+                                              sample_seed=sample_seed, policy=policy)
+            if self.on_vllm and c.policy.vllm_sleep and c.trainer.rollout_mode == "sync":
+                self.rollout_policy.sleep()  # free the GPU for the update; the next push wakes it
+            return out
         # FSDP2: this rank plays groups rank, rank + W, ...; every rank gets the whole batch back.
         my_seeds, my_groups = D.split_groups(seeds, self.dist.world)[self.dist.rank]
         trajs, m = self._manager(slot).collect(my_seeds, c.rollout.group_size, self.sampling(),
@@ -410,6 +428,9 @@ class RLTrainer:
         if self.pool is not None:  # at most one episode per sandbox at a time
             chunk = min(chunk, self.pool.size)
         outcomes: list[bool] = []
+        if self.on_vllm and self.rollout_policy.policy_version != self.policy.policy_version \
+                and self.async_rollouts is None:
+            self.weight_sync.push(self.policy.policy_version)  # validate the weights just trained
         hold = self.async_rollouts.pause() if self.async_rollouts is not None else contextlib.nullcontext()
         r, w = self.dist.rank, self.dist.world   # FSDP2: rank r plays episodes r, r + w, ...
         with hold:  # the producer uses the same envs: it waits while validation runs
