@@ -26,6 +26,8 @@ app.add_typer(models_app, name="models")
 app.add_typer(sandbox_app, name="sandbox")
 osworld_app = typer.Typer(help="OSWorld tasks: check what this machine can run, list a suite.", no_args_is_help=True)
 app.add_typer(osworld_app, name="osworld")
+synth_app = typer.Typer(help="Synthesize training data offline (no real software runs).", no_args_is_help=True)
+app.add_typer(synth_app, name="synth")
 
 console = Console(stderr=True)
 
@@ -344,6 +346,28 @@ def sft(
     except (ConfigError, SFTDataError) as e:
         _fail(str(e))
     print(json.dumps(summary))
+
+
+@synth_app.command("gui")
+def synth_gui(
+    n: int = typer.Option(200, "--n", min=1, help="Kept step samples to write (whole trajectories)."),
+    backend: str = typer.Option("html", help="World model: html (exact, Chromium) or diffusion."),
+    seed: int = typer.Option(0, help="Scenes, tasks and plans derive from it."),
+    out: Path = typer.Option(Path("data/synth-gui"), help="Output directory."),
+    infeasible_p: float = typer.Option(0.05, min=0.0, max=1.0, help="Share of infeasible tasks (plan: fail)."),
+) -> None:
+    """Synthetic GUI trajectories: scene spec -> task -> plan -> frames -> grounded, filtered steps."""
+    from rich.progress import Progress
+
+    if backend != "html":
+        _fail(f"backend {backend!r} is not available yet (html is; the diffusion world model is issue 10's next part)")
+    from worldgen.synth import synth_html
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("synthesizing steps", total=n)
+        report = synth_html(n, out, seed=seed, infeasible_p=infeasible_p,
+                            progress=lambda k: bar.advance(task, k))
+    print(json.dumps(report))
 
 
 @app.command("plot")

@@ -1,0 +1,1 @@
+"""The HTML world model (exact): scene specs rendered by headless Chromium."""
