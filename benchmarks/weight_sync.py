@@ -45,6 +45,8 @@ def build_model(out: Path, hidden: int, layers: int):
     text = getattr(cfg, "text_config", cfg)
     text.hidden_size, text.num_hidden_layers, text.intermediate_size = hidden, layers, int(hidden * 2.75)
     text.num_attention_heads, text.num_key_value_heads = max(2, hidden // 128), max(1, hidden // 512)
+    if getattr(text, "layer_types", None) is not None:
+        text.layer_types = ["full_attention"] * layers
     cfg.vision_config.out_hidden_size = hidden
     torch.manual_seed(0)
     model = AutoModelForImageTextToText.from_config(cfg).float()

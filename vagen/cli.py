@@ -355,18 +355,32 @@ def synth_gui(
     seed: int = typer.Option(0, help="Scenes, tasks and plans derive from it."),
     out: Path = typer.Option(Path("data/synth-gui"), help="Output directory."),
     infeasible_p: float = typer.Option(0.05, min=0.0, max=1.0, help="Share of infeasible tasks (plan: fail)."),
+    pipeline: str = typer.Option("StableDiffusionInstructPix2PixPipeline",
+                                 help="diffusion: a diffusers image-edit pipeline class (e.g. FluxKontextPipeline)."),
+    model_path: str = typer.Option("tiny", help="diffusion: the pipeline's from_pretrained path (tiny: offline random)."),
+    steps: int = typer.Option(20, min=1, help="diffusion: inference steps per edit."),
+    size: int = typer.Option(512, min=32, help="diffusion: long side of the image the pipeline edits."),
 ) -> None:
     """Synthetic GUI trajectories: scene spec -> task -> plan -> frames -> grounded, filtered steps."""
     from rich.progress import Progress
 
-    if backend != "html":
-        _fail(f"backend {backend!r} is not available yet (html is; the diffusion world model is issue 10's next part)")
-    from worldgen.synth import synth_html
+    if backend not in ("html", "diffusion"):
+        _fail(f"backend must be html or diffusion, got {backend!r}")
+    from worldgen.diffusion import DiffusionConfig
+    from worldgen.synth import synth
 
+    try:
+        dcfg = DiffusionConfig(pipeline=pipeline, model_path=model_path, steps=steps, size=size)
+    except ValueError as e:
+        _fail(str(e))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("synthesizing steps", total=n)
-        report = synth_html(n, out, seed=seed, infeasible_p=infeasible_p,
-                            progress=lambda k: bar.advance(task, k))
+        try:
+            report = synth(n, out, seed=seed, backend=backend, infeasible_p=infeasible_p,
+                           diffusion=dcfg if backend == "diffusion" else None,
+                           progress=lambda k: bar.advance(task, k))
+        except (ValueError, OSError) as e:
+            _fail(str(e))
     print(json.dumps(report))
 
 

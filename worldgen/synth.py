@@ -1,9 +1,16 @@
-"""`vagen synth gui --backend html`: synthetic GUI trajectories with exact transitions.
+"""`vagen synth gui`: synthetic GUI trajectories from a scene spec, a task and a plan.
 
 Per scene (``sample_scene(seed * 100_003 + i)``): a task (``make_task``), the template plan
-(``plan``), then for every step: the current frame (``HtmlWorld.capture``), the target's box
-from the DOM (grounding), the exact transition (``apply_action``), the next frame, and the
-transition filters. A kept step becomes one sample; a rejected one keeps its reason.
+(``plan``), then for every step: the exact render of the current spec (``HtmlWorld.capture``:
+the target's box and hit test from the DOM — grounding), the spec transition
+(``apply_action``), the next frame, and the transition filters. A kept step becomes one
+sample; a rejected one keeps its reason.
+
+Backends: ``html`` — frames are the Chromium renders of the specs, so every step is exact
+and verified against the DOM; ``diffusion`` — the first frame is the HTML render, each next
+frame is an image edit of the current one by a diffusers pipeline (``worldgen.diffusion``),
+given the planned action and consequence; the box comes from the spec's DOM (the planner's
+target) and the change mask is recorded (``metrics.change_bbox``); pixel filters judge the edit.
 
 Filters (each rejection counted by reason in ``report.json``):
 
@@ -12,8 +19,13 @@ Filters (each rejection counted by reason in ``report.json``):
 * ``no_box`` — a pointing action whose target is not on screen at all;
 * ``blank_frame`` — a frame that is (nearly) uniform or of the wrong size;
 * ``no_visible_change`` — the transition changed the spec but not one pixel;
-* ``consequence_unverified`` — the DOM after the step does not show the planned state
-  (the target's element for the new state is missing where the consequence says it exists).
+* ``consequence_unverified`` — (html) the DOM after the step does not show the planned state
+  (open windows, focus, the typed-into element);
+* ``change_not_localized`` — (diffusion) most changed pixels are far from the target;
+* ``rest_not_preserved`` — (diffusion) SSIM outside the target's neighbourhood below 0.85;
+* ``after_rejected_step`` — every later step of a trajectory with a rejected step (its
+  frames and history build on a transition that was not kept).
+  (A VLM judge of the consequence for diffusion frames is not built yet.)
 
 Output (``DIR``): ``samples.jsonl`` (fields ``instruction``, ``history``, ``screenshot``,
 ``action`` (pyautogui), ``action_computer13``, ``action_vid``, ``bbox`` [x, y, w, h],
@@ -24,6 +36,7 @@ and ``report.json``. ``datasets.load_dataset("json", data_files=DIR/samples.json
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import time
@@ -33,34 +46,50 @@ from pathlib import Path
 
 import numpy as np
 
+from worldgen import filters as F
 from worldgen.actions import POINTING, apply_action, to_computer13, to_pyautogui
+from worldgen.diffusion import DiffusionConfig
 from worldgen.html.world import Frame, HtmlWorld
 from worldgen.scene import SceneDistribution, sample_scene
 from worldgen.tasks import make_task, plan
 
 
 def frame_ok(frame: Frame) -> bool:
-    img = np.asarray(frame.image(), dtype=np.float32)
-    return img.shape[:2] == (frame.height, frame.width) and float(img.std()) > 2.0
+    return F.frame_ok(frame.image(), (frame.width, frame.height))
 
 
 def changed(a: Frame, b: Frame) -> bool:
     return a.png != b.png and bool((np.asarray(a.image()) != np.asarray(b.image())).any())
 
 
-def synth_html(n: int, out: str | Path, seed: int = 0, dist: SceneDistribution | None = None,
-               infeasible_p: float = 0.05, progress: Callable[[int], None] | None = None) -> dict:
+def _png(img) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: SceneDistribution | None = None,
+          infeasible_p: float = 0.05, diffusion: DiffusionConfig | None = None,
+          progress: Callable[[int], None] | None = None) -> dict:
     """Write at least ``n`` kept step samples (whole trajectories) to ``out``; return the report."""
+    if backend not in ("html", "diffusion"):
+        raise ValueError(f"backend must be html or diffusion, got {backend!r}")
     out = Path(out)
     (out / "frames").mkdir(parents=True, exist_ok=True)
     (out / "scenes").mkdir(exist_ok=True)
     kept, reasons, tasks = 0, Counter(), Counter()
     t0 = time.perf_counter()
     scenes = 0
+    dw = None
+    if backend == "diffusion":
+        from worldgen.diffusion import DiffusionWorld
+
+        dw = DiffusionWorld(diffusion)
     with HtmlWorld() as world, open(out / "samples.jsonl", "w") as fs, open(out / "rejected.jsonl", "w") as fr:
         i = 0
         while kept < n:
-            scene = sample_scene(seed * 100_003 + i, dist, scene_id=f"s{seed}-{i}")
+            scene_seed = seed * 100_003 + i
+            scene = sample_scene(scene_seed, dist, scene_id=f"s{seed}-{i}")
             rng = random.Random(seed * 7_919 + i)
             i += 1
             task = make_task(scene, rng, infeasible_p)
@@ -68,39 +97,50 @@ def synth_html(n: int, out: str | Path, seed: int = 0, dist: SceneDistribution |
             tasks[task.template] += 1
             scenes += 1
             (out / "scenes" / f"{scene.scene_id}.json").write_text(scene.to_json())
-            frame = world.capture(scene)
-            shot = f"frames/{scene.scene_id}-0.png"
-            (out / shot).write_bytes(frame.png)
+            dom = world.capture(scene)          # the exact render of the spec: boxes (and html frames)
+            img, shot = dom.image(), f"frames/{scene.scene_id}-0.png"
+            (out / shot).write_bytes(dom.png)
             history: list[str] = []
+            tainted = False  # a rejected step: the rest of the trajectory builds on a frame we did not keep
             for k, (action, consequence) in enumerate(steps):
+                box = dom.box(action.target) if action.target else None
                 why = None
-                box = frame.box(action.target) if action.target else None
-                if action.kind in POINTING and box is None:
+                if tainted:
+                    why = "after_rejected_step"
+                elif action.kind in POINTING and box is None:
                     why = "no_box"
-                elif action.kind in POINTING and not frame.clickable(action.target):
+                elif action.kind in POINTING and not dom.clickable(action.target):
                     why = "target_not_hit"
-                elif not frame_ok(frame):
+                elif not F.frame_ok(img, (scene.width, scene.height)):
                     why = "blank_frame"
-                nxt_scene, nxt_frame, nxt_shot = scene, frame, shot
+                nxt_scene, nxt_dom, nxt_img, nxt_shot = scene, dom, img, shot
+                metrics: dict = {}
                 if action.kind not in ("done", "fail", "wait"):
                     nxt_scene, _ = apply_action(scene, action)
-                    nxt_frame = world.capture(nxt_scene)
+                    nxt_dom = world.capture(nxt_scene)
                     nxt_shot = f"frames/{scene.scene_id}-{k + 1}.png"
-                    (out / nxt_shot).write_bytes(nxt_frame.png)
-                    if why is None and not frame_ok(nxt_frame):
-                        why = "blank_frame"
-                    elif why is None and not changed(frame, nxt_frame):
-                        why = "no_visible_change"
-                    elif why is None and not _dom_confirms(action, nxt_scene, nxt_frame):
-                        why = "consequence_unverified"
+                    if dw is None:
+                        nxt_img = nxt_dom.image()
+                        (out / nxt_shot).write_bytes(nxt_dom.png)
+                    else:
+                        nxt_img = dw.edit(img, f"{action.describe()}: {consequence}", seed=scene_seed * 101 + k)
+                        (out / nxt_shot).write_bytes(_png(nxt_img))
+                    mask = F.change_mask(img, nxt_img)
+                    metrics = {"changed_px": int(mask.sum()), "change_bbox": F.mask_bbox(mask),
+                               "change_localized": F.change_localized(mask, box),
+                               "ssim_outside": round(F.ssim_outside(img, nxt_img, box), 4)}
+                    if why is None:
+                        why = _reject(dw is not None, action, nxt_scene, nxt_dom, nxt_img, mask, metrics, img)
                 record = {"instruction": task.instruction, "history": list(history), "screenshot": shot,
                           "action": to_pyautogui(action, box), "action_computer13": to_computer13(action, box),
                           "action_vid": action.target, "action_kind": action.kind,
                           "bbox": list(box) if box else None, "next_screenshot": nxt_shot,
                           "consequence": consequence, "scene_id": scene.scene_id, "step": k,
                           "platform": scene.platform, "task": task.template, "feasible": task.feasible,
-                          "provenance": {"backend": "html", "planner": "template", "seed": seed,
-                                         "scene_seed": seed * 100_003 + i - 1, "verified": why is None}}
+                          "metrics": metrics,
+                          "provenance": {"backend": backend, "planner": "template", "seed": seed,
+                                         "scene_seed": scene_seed, "verified": why is None and dw is None,
+                                         **({"pipeline": dw.cfg.pipeline, "model": dw.cfg.model_path} if dw else {})}}
                 if why is None:
                     fs.write(json.dumps(record) + "\n")
                     kept += 1
@@ -108,16 +148,42 @@ def synth_html(n: int, out: str | Path, seed: int = 0, dist: SceneDistribution |
                         progress(1)
                 else:
                     reasons[why] += 1
+                    tainted = True
                     fr.write(json.dumps({**record, "reason": why}) + "\n")
                 history.append(action.describe())
-                scene, frame, shot = nxt_scene, nxt_frame, nxt_shot
+                scene, dom, img, shot = nxt_scene, nxt_dom, nxt_img, nxt_shot
+            if dw is not None and kept == 0 and scenes >= max(20, n):
+                break  # a world model whose every step is rejected: stop and report, never loop forever
     wall = time.perf_counter() - t0
     total = kept + sum(reasons.values())
-    report = {"backend": "html", "seed": seed, "scenes": scenes, "steps": total, "kept": kept,
+    report = {"backend": backend, "seed": seed, "scenes": scenes, "steps": total, "kept": kept,
               "kept_fraction": kept / max(1, total), "rejected": dict(reasons), "tasks": dict(tasks),
               "wall_s": round(wall, 2), "steps_per_min": round(60 * total / max(wall, 1e-9), 1)}
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def synth_html(n: int, out: str | Path, seed: int = 0, **kwargs) -> dict:
+    return synth(n, out, seed=seed, backend="html", **kwargs)
+
+
+def _reject(diffusion: bool, action, scene, dom: Frame, img, mask, metrics: dict, before=None) -> str | None:
+    """The first filter a (non-terminal) transition fails, or None."""
+    if not F.frame_ok(img, (scene.width, scene.height)):
+        return "blank_frame"
+    if diffusion and not mask.any():
+        return "no_visible_change"
+    if not diffusion and not (np.asarray(before) != np.asarray(img)).any():  # exact frames: any pixel
+        return "no_visible_change"
+    if diffusion:  # pixels only: the edit must be local and leave the rest of the screen alone
+        if not metrics["change_localized"]:
+            return "change_not_localized"
+        if metrics["ssim_outside"] < 0.85:
+            return "rest_not_preserved"
+        return None
+    # html: exact frames; the DOM must show the planned state (a raise or a taskbar highlight
+    # may legitimately change pixels far from the target, so locality is not required here)
+    return None if _dom_confirms(action, scene, dom) else "consequence_unverified"
 
 
 def _dom_confirms(action, scene, frame: Frame) -> bool:
@@ -134,4 +200,4 @@ def _dom_confirms(action, scene, frame: Frame) -> bool:
     return True
 
 
-__all__ = ["changed", "frame_ok", "synth_html"]
+__all__ = ["changed", "frame_ok", "synth", "synth_html"]

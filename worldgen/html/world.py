@@ -82,7 +82,8 @@ class HtmlWorld:
             return png, boxes
 
         png, boxes = self.browser.call(run, timeout=60)
-        return Frame(png=png, boxes={k: tuple(v) for k, v in boxes.items()}, width=scene.width, height=scene.height)
+        boxes = {k: (int(v[0]), int(v[1]), int(v[2]), int(v[3]), bool(v[4])) for k, v in boxes.items()}
+        return Frame(png=png, boxes=boxes, width=scene.width, height=scene.height)
 
     def vids_at(self, scene: Scene, points: list[tuple[int, int]]) -> list[str | None]:
         """Which element (``data-vid``) a click at each point reaches in ``scene`` — an

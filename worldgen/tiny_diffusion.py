@@ -1,0 +1,71 @@
+"""A tiny random InstructPix2Pix pipeline built offline (no hub): for tests and CPU runs of the
+diffusion world model. Its edits are noise — which is the point of the filter tests: the
+transition filters must reject them, for the right reasons.
+
+``tiny_pix2pix_path()`` builds it once per cache dir (``$VAGEN_CACHE`` or the platform cache)
+and returns a directory that ``StableDiffusionInstructPix2PixPipeline.from_pretrained`` loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def _tokenizer_files(d: Path) -> None:
+    """A CLIP BPE vocabulary of single characters (with and without the word-end marker)."""
+    chars = [chr(c) for c in range(33, 127)]
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for ch in chars:
+        vocab.setdefault(ch, len(vocab))
+        vocab.setdefault(ch + "</w>", len(vocab))
+    (d / "vocab.json").write_text(json.dumps(vocab))
+    (d / "merges.txt").write_text("#version: 0.2\n")
+
+
+def build_tiny_pix2pix(out_dir: str | os.PathLike, seed: int = 0) -> Path:
+    import torch
+    from diffusers import (
+        AutoencoderKL,
+        EulerAncestralDiscreteScheduler,
+        StableDiffusionInstructPix2PixPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    out = Path(out_dir)
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(sample_size=8, in_channels=8, out_channels=4, layers_per_block=1,
+                                block_out_channels=(32, 64), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
+                                attention_head_dim=4, norm_num_groups=8)
+    vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(16, 32),
+                        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+                        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), norm_num_groups=8, sample_size=16)
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=200, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=2, max_position_embeddings=77, projection_dim=32,
+                                        bos_token_id=0, eos_token_id=1, pad_token_id=1))
+    with tempfile.TemporaryDirectory() as td:
+        _tokenizer_files(Path(td))
+        tok = CLIPTokenizer(str(Path(td) / "vocab.json"), str(Path(td) / "merges.txt"), model_max_length=77)
+    pipe = StableDiffusionInstructPix2PixPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
+                                                  scheduler=EulerAncestralDiscreteScheduler(), safety_checker=None,
+                                                  feature_extractor=None, requires_safety_checker=False)
+    tmp = out.with_name(out.name + ".tmp")
+    pipe.save_pretrained(tmp)
+    os.replace(tmp, out) if not out.exists() else None
+    return out
+
+
+def tiny_pix2pix_path(seed: int = 0) -> Path:
+    from vagen.models.tiny import default_cache_dir
+
+    path = default_cache_dir() / f"tiny-pix2pix-s{seed}"
+    if not (path / "model_index.json").exists():
+        build_tiny_pix2pix(path, seed)
+    return path
+
+
+__all__ = ["build_tiny_pix2pix", "tiny_pix2pix_path"]
