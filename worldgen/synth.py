@@ -30,8 +30,11 @@ Filters (each rejection counted by reason in ``report.json``):
 Output (``DIR``): ``samples.jsonl`` (fields ``instruction``, ``history``, ``screenshot``,
 ``action`` (pyautogui), ``action_computer13``, ``action_vid``, ``bbox`` [x, y, w, h],
 ``next_screenshot``, ``consequence``, ``scene_id``, ``step``, ``platform``, ``task``,
-``feasible``, ``provenance``), ``frames/*.png``, ``scenes/*.json`` (the specs), ``rejected.jsonl``
-and ``report.json``. ``datasets.load_dataset("json", data_files=DIR/samples.jsonl)`` reads it.
+``feasible``, ``metrics``, ``provenance``, and ``messages``: the step as a chat that `vagen sft
+data=DIR` trains on, with a downscaled screenshot ``frames/small/*.png``), ``frames/*.png``,
+``scenes/*.json`` (the specs), ``rejected.jsonl``, ``report.json`` and ``index.html`` (a static
+viewer of the trajectories, rejected steps with their reasons).
+``datasets.load_dataset("json", data_files=DIR/samples.jsonl)`` reads it.
 """
 
 from __future__ import annotations
@@ -68,8 +71,23 @@ def _png(img) -> bytes:
     return buf.getvalue()
 
 
+SYSTEM_PROMPT = ("You are a GUI agent. You see a screenshot of a {w}x{h} screen. Answer with one action: "
+                 "pyautogui.click(x, y), pyautogui.doubleClick(x, y), pyautogui.write('text'), "
+                 "pyautogui.hotkey(...), DONE or FAIL. Coordinates are screen pixels.")
+
+
+def sft_messages(record: dict, image: str, width: int, height: int) -> list[dict]:
+    """One step as a chat for `vagen sft`: system, user (screenshot + task + history), assistant (action)."""
+    history = "; ".join(record["history"][-4:]) or "none"
+    return [{"role": "system", "content": SYSTEM_PROMPT.format(w=width, h=height)},
+            {"role": "user", "content": [{"type": "image", "image": image},
+                                         {"type": "text", "text": f"Task: {record['instruction']}\n"
+                                                                  f"Previous actions: {history}"}]},
+            {"role": "assistant", "content": record["action"]}]
+
+
 def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: SceneDistribution | None = None,
-          infeasible_p: float = 0.05, diffusion: DiffusionConfig | None = None,
+          infeasible_p: float = 0.05, diffusion: DiffusionConfig | None = None, sft_image_size: int = 448,
           progress: Callable[[int], None] | None = None) -> dict:
     """Write at least ``n`` kept step samples (whole trajectories) to ``out``; return the report."""
     if backend not in ("html", "diffusion"):
@@ -77,6 +95,8 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
     out = Path(out)
     (out / "frames").mkdir(parents=True, exist_ok=True)
     (out / "scenes").mkdir(exist_ok=True)
+    if sft_image_size:
+        (out / "frames" / "small").mkdir(exist_ok=True)
     kept, reasons, tasks = 0, Counter(), Counter()
     t0 = time.perf_counter()
     scenes = 0
@@ -136,12 +156,21 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                           "action_vid": action.target, "action_kind": action.kind,
                           "bbox": list(box) if box else None, "next_screenshot": nxt_shot,
                           "consequence": consequence, "scene_id": scene.scene_id, "step": k,
-                          "platform": scene.platform, "task": task.template, "feasible": task.feasible,
+                          "platform": scene.platform, "screen": [scene.width, scene.height],
+                          "task": task.template, "feasible": task.feasible,
                           "metrics": metrics,
                           "provenance": {"backend": backend, "planner": "template", "seed": seed,
                                          "scene_seed": scene_seed, "verified": why is None and dw is None,
                                          **({"pipeline": dw.cfg.pipeline, "model": dw.cfg.model_path} if dw else {})}}
                 if why is None:
+                    image = shot
+                    if sft_image_size:  # a downscaled copy for the chat (coordinates stay in screen pixels)
+                        image = f"frames/small/{Path(shot).name}"
+                        if not (out / image).exists():
+                            small = img.copy()
+                            small.thumbnail((sft_image_size, sft_image_size))
+                            small.save(out / image)
+                    record["messages"] = sft_messages(record, image, scene.width, scene.height)
                     fs.write(json.dumps(record) + "\n")
                     kept += 1
                     if progress:
@@ -160,6 +189,9 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
               "kept_fraction": kept / max(1, total), "rejected": dict(reasons), "tasks": dict(tasks),
               "wall_s": round(wall, 2), "steps_per_min": round(60 * total / max(wall, 1e-9), 1)}
     (out / "report.json").write_text(json.dumps(report, indent=2))
+    from worldgen.viewer import write_viewer
+
+    write_viewer(out)
     return report
 
 

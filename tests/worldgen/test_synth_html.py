@@ -57,6 +57,16 @@ def test_vagen_synth_gui_html_writes_grounded_verified_steps(tmp_path):
                     scene, said = apply_action(scene, action)
                     assert said == r["consequence"]
     assert checked >= 10
+    page = (out / "index.html").read_text()  # the static viewer lists every trajectory
+    assert all(sid in page for sid in by_scene) and "<script" not in page
+    # every sample is also a chat that `vagen sft` reads (downscaled screenshot, the action as the answer)
+    from vagen.policy.hf import HFPolicy
+    from vagen.rollout import ContextBuilder
+    from vagen.train.sft import load_samples
+
+    builder = ContextBuilder(HFPolicy("tiny", device="cpu").processor, history="none")
+    samples = load_samples(out, builder, max_length=4096)
+    assert len(samples) == len(rows) and all(r["messages"][-1]["content"] == r["action"] for r in rows)
 
 
 def _action(r: dict) -> Action:
