@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.train.test_trainer.FAST
 
 
 def build_model(out: Path, hidden: int, layers: int):
@@ -99,6 +100,7 @@ def bench_ray(model, repeats, model_dir: Path):
                                                   "cluster.rollout_workers=2", "trainer.out_dir=/tmp/vagen-ws"])
     remote = RayRollouts(cfg)
     try:
+        remote.info()  # wait until both actors have loaded their model (not part of a push)
         first = remote.push(model, 1)  # full (every tensor)
         later = timed(lambda: remote.push(model, 2), repeats)  # trainable tensors only
     finally:
