@@ -49,7 +49,7 @@ def test_help_lists_only_working_commands():
     r = run_cli("--help")
     assert r.returncode == 0
     listed = set(re.findall(r"│ (\w+)\s{2,}", r.stdout))
-    assert listed == {"chat", "serve", "config", "models", "envs", "demos", "train", "sft", "plot", "sandbox", "osworld", "eval", "leaderboard"}, listed
+    assert listed == {"chat", "serve", "config", "models", "envs", "demos", "train", "sft", "plot", "sandbox", "osworld", "eval", "leaderboard", "synth"}, listed
 
 
 def test_version():
