@@ -145,12 +145,16 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                     else:
                         nxt_img = dw.edit(img, f"{action.describe()}: {consequence}", seed=scene_seed * 101 + k)
                         (out / nxt_shot).write_bytes(_png(nxt_img))
-                    mask = F.change_mask(img, nxt_img)
-                    metrics = {"changed_px": int(mask.sum()), "change_bbox": F.mask_bbox(mask),
-                               "change_localized": F.change_localized(mask, box),
-                               "ssim_outside": round(F.ssim_outside(img, nxt_img, box), 4)}
-                    if why is None:
-                        why = _reject(dw is not None, action, nxt_scene, nxt_dom, nxt_img, mask, metrics, img)
+                    if dw is None:  # exact frames: judged against the DOM, no pixel statistics needed
+                        if why is None:
+                            why = _reject_html(action, nxt_scene, nxt_dom, img, nxt_img)
+                    else:
+                        mask = F.change_mask(img, nxt_img)
+                        metrics = {"changed_px": int(mask.sum()), "change_bbox": F.mask_bbox(mask),
+                                   "change_localized": F.change_localized(mask, box),
+                                   "ssim_outside": round(F.ssim_outside(img, nxt_img, box), 4)}
+                        if why is None:
+                            why = _reject_diffusion(nxt_scene, nxt_img, mask, metrics)
                 record = {"instruction": task.instruction, "history": list(history), "screenshot": shot,
                           "action": to_pyautogui(action, box), "action_computer13": to_computer13(action, box),
                           "action_vid": action.target, "action_kind": action.kind,
@@ -195,27 +199,29 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
     return report
 
 
-def synth_html(n: int, out: str | Path, seed: int = 0, **kwargs) -> dict:
-    return synth(n, out, seed=seed, backend="html", **kwargs)
-
-
-def _reject(diffusion: bool, action, scene, dom: Frame, img, mask, metrics: dict, before=None) -> str | None:
-    """The first filter a (non-terminal) transition fails, or None."""
+def _reject_html(action, scene, dom: Frame, before, img) -> str | None:
+    """The first filter an exact (html) transition fails, or None. A raise or a taskbar
+    highlight may legitimately change pixels far from the target, so locality is not asked:
+    the DOM must show the planned state instead."""
     if not F.frame_ok(img, (scene.width, scene.height)):
         return "blank_frame"
-    if diffusion and not mask.any():
+    if not (np.asarray(before) != np.asarray(img)).any():  # exact frames: any pixel counts
         return "no_visible_change"
-    if not diffusion and not (np.asarray(before) != np.asarray(img)).any():  # exact frames: any pixel
-        return "no_visible_change"
-    if diffusion:  # pixels only: the edit must be local and leave the rest of the screen alone
-        if not metrics["change_localized"]:
-            return "change_not_localized"
-        if metrics["ssim_outside"] < 0.85:
-            return "rest_not_preserved"
-        return None
-    # html: exact frames; the DOM must show the planned state (a raise or a taskbar highlight
-    # may legitimately change pixels far from the target, so locality is not required here)
     return None if _dom_confirms(action, scene, dom) else "consequence_unverified"
+
+
+def _reject_diffusion(scene, img, mask, metrics: dict) -> str | None:
+    """The first pixel filter an image-edit transition fails, or None: the edit must change
+    something, near the target, and leave the rest of the screen alone."""
+    if not F.frame_ok(img, (scene.width, scene.height)):
+        return "blank_frame"
+    if not mask.any():
+        return "no_visible_change"
+    if not metrics["change_localized"]:
+        return "change_not_localized"
+    if metrics["ssim_outside"] < 0.85:
+        return "rest_not_preserved"
+    return None
 
 
 def _dom_confirms(action, scene, frame: Frame) -> bool:
@@ -232,4 +238,4 @@ def _dom_confirms(action, scene, frame: Frame) -> bool:
     return True
 
 
-__all__ = ["changed", "frame_ok", "synth", "synth_html"]
+__all__ = ["changed", "frame_ok", "synth"]

@@ -32,10 +32,6 @@ class Task:
     goal: Callable[[Scene], bool] = field(default=lambda s: True, repr=False)
 
 
-def _fits(scene: Scene) -> list[Callable[[Scene, random.Random], Task | None]]:
-    return [_setting, _tab, _close, _minimize, _open_folder, _type_text, _cell, _dialog, _restore]
-
-
 def _open_windows(scene: Scene, app: str | None = None):
     return [w for w in scene.windows if not w.minimized and (app is None or w.app == app)]
 
@@ -147,7 +143,8 @@ def make_task(scene: Scene, rng: random.Random, infeasible_p: float = 0.05) -> T
     """A task that fits ``scene`` (or an infeasible one with probability ``infeasible_p``)."""
     if rng.random() < infeasible_p:
         return _infeasible(scene, rng)
-    makers = _fits(scene)
+    makers: list[Callable[[Scene, random.Random], Task | None]] = [
+        _setting, _tab, _close, _minimize, _open_folder, _type_text, _cell, _dialog, _restore]
     rng.shuffle(makers)
     generic = [m for m in makers if m in (_close, _minimize)]
     specific = [m for m in makers if m not in generic]

@@ -119,8 +119,9 @@ def load_full_state_dict(model: nn.Module, state: dict[str, torch.Tensor]) -> No
     set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True))
 
 
-def local_tensor(x: torch.Tensor) -> torch.Tensor:
-    """A DTensor's full value (e.g. the total gradient norm FSDP2 clipping returns)."""
+def full_value(x: torch.Tensor) -> torch.Tensor:
+    """A DTensor's full value (e.g. the total gradient norm FSDP2 clipping returns); a plain
+    tensor as it is."""
     return x.full_tensor() if hasattr(x, "full_tensor") else x
 
 
@@ -160,5 +161,5 @@ def merge_parts(parts: list[tuple[list, list[int]]], group_size: int) -> list:
     return sorted(out, key=lambda t: t.traj_id)
 
 
-__all__ = ["DistContext", "full_state_dict", "init_distributed", "load_full_state_dict", "local_tensor",
+__all__ = ["DistContext", "full_state_dict", "init_distributed", "load_full_state_dict", "full_value",
            "merge_parts", "renumber", "round_robin", "shard_model", "split_groups"]

@@ -198,15 +198,11 @@ class RLTrainer:
         c = self.cfg
         seeds = [c.trainer.seed * 1_000_003 + step * c.rollout.groups + g for g in range(c.rollout.groups)]
         sample_seed = c.trainer.seed * 7919 + step
-        if self.on_ray:  # Ray actors play it (weights pushed first if they are behind)
-            if c.trainer.rollout_mode == "sync" and self.weight_sync.rollout_policy.policy_version != \
-                    self.policy.policy_version:
-                self.weight_sync.push(self.policy.policy_version)
+        if c.trainer.rollout_mode == "sync":
+            self._catch_up()  # vLLM engine / Ray workers: the weights of the last update first
+        if self.on_ray:
             trajs, m = self.remote_rollouts[slot].collect(seeds, c.rollout.group_size, self.sampling(), sample_seed)
             return trajs, {**m, "sync/weights_s": self.weight_sync.last_s}
-        if self.on_vllm and c.trainer.rollout_mode == "sync" and \
-                self.rollout_policy.policy_version != self.policy.policy_version:
-            self.weight_sync.push(self.policy.policy_version)  # the engine generates with the new weights
         if self.dist.world == 1:
             out = self._manager(slot).collect(seeds, c.rollout.group_size, self.sampling(),
                                               sample_seed=sample_seed, policy=policy)
@@ -222,6 +218,13 @@ class RLTrainer:
         merged = D.merge_parts([(p[0], p[1]) for p in parts], c.rollout.group_size)
         times = [max(p[2][k] for p in parts) for k in range(3)]
         return merged, RolloutManager._metrics(merged, *times)
+
+    def _catch_up(self) -> None:
+        """Push the trainer's weights to the rollout side if it holds an older version (outside
+        asynchronous mode, whose workers push themselves). The shared model and FSDP2's replica
+        (pushed after every update) are never behind."""
+        if self.weight_sync.rollout_policy.policy_version != self.policy.policy_version:
+            self.weight_sync.push(self.policy.policy_version)
 
     def _manager(self, slot: int) -> RolloutManager:
         """Slot 0 is ``self.rollouts`` (also validation's); async workers 1.. get their own envs."""
@@ -361,7 +364,7 @@ class RLTrainer:
                     (total * (share * self.dist.world if j is not None else 0.0)).backward()
                     for k, v in (mstats.items() if j is not None else ()):
                         stats.setdefault(k, []).append(v)
-                grad_norm = D.local_tensor(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip))
+                grad_norm = D.full_value(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_clip))
                 if self.critic is not None:
                     torch.nn.utils.clip_grad_norm_(self.critic.parameters(), c.grad_clip)
                 if not torch.isfinite(grad_norm):
@@ -428,9 +431,8 @@ class RLTrainer:
         if self.pool is not None:  # at most one episode per sandbox at a time
             chunk = min(chunk, self.pool.size)
         outcomes: list[bool] = []
-        if self.on_vllm and self.rollout_policy.policy_version != self.policy.policy_version \
-                and self.async_rollouts is None:
-            self.weight_sync.push(self.policy.policy_version)  # validate the weights just trained
+        if self.async_rollouts is None and self.rollouts.policy is self.weight_sync.rollout_policy:
+            self._catch_up()  # validation generates with the rollout side: the weights just trained
         hold = self.async_rollouts.pause() if self.async_rollouts is not None else contextlib.nullcontext()
         r, w = self.dist.rank, self.dist.world   # FSDP2: rank r plays episodes r, r + w, ...
         with hold:  # the producer uses the same envs: it waits while validation runs
