@@ -548,6 +548,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise HttpError(400, "no recording in progress")
             p, out = srv.recording
             srv.recording = None
+        # ffmpeg opens the output only once its first frame is encoded; stopped before that (a
+        # short recording on a loaded machine) it writes no file at all: wait for it (bounded).
+        deadline = time.monotonic() + 10.0
+        while p.poll() is None and not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         p.send_signal(signal.SIGINT)  # ffmpeg finalises the MP4 on SIGINT
         try:
             p.wait(timeout=15)
