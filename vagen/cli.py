@@ -360,6 +360,10 @@ def synth_gui(
     model_path: str = typer.Option("tiny", help="diffusion: the pipeline's from_pretrained path (tiny: offline random)."),
     steps: int = typer.Option(20, min=1, help="diffusion: inference steps per edit."),
     size: int = typer.Option(512, min=32, help="diffusion: long side of the image the pipeline edits."),
+    initial: str = typer.Option("html", help="diffusion: first frame from the html render or text2image."),
+    t2i_pipeline: str = typer.Option("StableDiffusionPipeline",
+                                     help="diffusion, --initial text2image: a diffusers text-to-image pipeline class."),
+    t2i_model_path: str = typer.Option("tiny", help="diffusion, --initial text2image: its from_pretrained path."),
 ) -> None:
     """Synthetic GUI trajectories: scene spec -> task -> plan -> frames -> grounded, filtered steps."""
     from rich.progress import Progress
@@ -370,7 +374,8 @@ def synth_gui(
     from worldgen.synth import synth
 
     try:
-        dcfg = DiffusionConfig(pipeline=pipeline, model_path=model_path, steps=steps, size=size)
+        dcfg = DiffusionConfig(pipeline=pipeline, model_path=model_path, steps=steps, size=size, initial=initial,
+                               t2i_pipeline=t2i_pipeline, t2i_model_path=t2i_model_path)
     except ValueError as e:
         _fail(str(e))
     with Progress(console=console, transient=True) as bar:

@@ -16,7 +16,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worldgen.scene import PLATFORM_APPS, FileItem, Scene, Tab, Toast, Window, _file_name
+from worldgen.scene import (
+    PLATFORM_APPS,
+    SHEET_MAX_ROW,
+    SHEET_ROWS,
+    ContextMenu,
+    Dialog,
+    FileItem,
+    Scene,
+    Tab,
+    Toast,
+    Window,
+    _file_name,
+)
 
 Kind = Literal["click", "double_click", "right_click", "type", "key", "hotkey", "scroll", "drag", "wait", "done", "fail"]
 POINTING = ("click", "double_click", "right_click", "drag", "scroll")
@@ -29,14 +41,19 @@ class Action(BaseModel):
     target: str | None = None          # data-vid of the element (pointing actions, and type into)
     text: str | None = None            # type
     keys: list[str] = Field(default_factory=list)  # key / hotkey
-    dx: int = 0                        # scroll / drag offsets
+    dx: int = 0                        # drag: offset in px; scroll: wheel clicks (dy > 0 = down)
     dy: int = 0
+    to: str | None = None              # drag: data-vid of the drop target (then dx/dy come from the boxes)
 
     def describe(self) -> str:
         if self.kind == "type":
             return f"type {self.text!r}" + (f" into {self.target}" if self.target else "")
         if self.kind in ("key", "hotkey"):
             return f"{self.kind} {'+'.join(self.keys)}"
+        if self.kind == "drag":
+            return f"drag {self.target} " + (f"onto {self.to}" if self.to else f"by ({self.dx}, {self.dy})")
+        if self.kind == "scroll":
+            return f"scroll {self.target} {'down' if self.dy > 0 else 'up'} {abs(self.dy)}"
         return f"{self.kind} {self.target}" if self.target else self.kind
 
 
@@ -76,6 +93,91 @@ def _folder_files(path: str) -> list[FileItem]:
     return [FileItem(name=n) for n in names]
 
 
+#: Rows one wheel click scrolls a spreadsheet.
+ROWS_PER_CLICK = 3
+#: The save shortcut per platform (``hotkey``), which opens a Save As dialog in a text editor.
+SAVE_KEYS = {"macos": ["command", "s"]}
+MENU_ITEMS = {"folder": ["Open", "Move to Trash"], "file": ["Move to Trash"]}
+
+
+def save_keys(platform: str) -> list[str]:
+    return SAVE_KEYS.get(platform, ["ctrl", "s"])
+
+
+def _new_dialog_id(scene: Scene) -> str:
+    return f"d{max([int(d.id[1:]) for d in scene.dialogs] + [-1]) + 1}"
+
+
+def _open_folder_window(s: Scene, name: str) -> str:
+    if "file_manager" not in PLATFORM_APPS[s.platform]:
+        raise NoEffect("no file manager on this platform")
+    wid = f"w{max([int(w.id[1:]) for w in s.windows] + [-1]) + 1}"
+    path = f"/home/user/Desktop/{name}"
+    win = Window(id=wid, app="file_manager", title="x", x=min(160, s.width - 700), y=90, w=min(680, s.width - 200),
+                 h=min(460, s.height - 200), path=path, files=_folder_files(path))
+    win.title = _title(s, win)
+    s.windows.append(win)
+    s.focused = wid
+    return f"a {s.app_name('file_manager')} window opens showing the {name!r} folder"
+
+
+def _keys(s: Scene, action: Action) -> tuple[Scene, str]:
+    """Keyboard actions: Escape closes the context menu or the top dialog, Enter answers the
+    top dialog with its primary (last) button, the save shortcut opens Save As in a text editor."""
+    keys = [k.lower() for k in action.keys]
+    if keys == ["escape"] and s.menu is not None:
+        s.menu = None
+        return s, "the context menu closes"
+    if keys == ["escape"] and s.dialogs:
+        d = s.dialogs.pop()
+        return s, f"the {d.title!r} dialog closes (cancelled)"
+    if keys == ["enter"] and s.dialogs:
+        d = s.dialogs[-1]
+        return apply_action(s, Action(kind="click", target=f"{d.id}.button.{d.buttons[-1]}"))
+    w = s.window(s.focused) if s.focused else None
+    if action.kind == "hotkey" and keys == save_keys(s.platform) and w is not None and not s.dialogs \
+            and w.app == "text_editor":
+        s.menu = None
+        s.dialogs = [Dialog(id=_new_dialog_id(s), window=w.id, kind="save", title="Save As",
+                            message="Choose a file name", buttons=["Cancel", "Save"], filename="Untitled.txt")]
+        return s, "a Save As dialog opens over the text editor"
+    raise NoEffect(f"{action.describe()} does nothing here")
+
+
+def _menu(s: Scene, action: Action, t: str) -> tuple[Scene, str]:
+    """While a context menu is open a click on one of its items runs it; anything else closes it."""
+    menu = s.menu
+    s.menu = None
+    icon = next(i for i in s.desktop if i.name == menu.target)
+    if action.kind == "click" and t.startswith("menu."):
+        item = t.split(".", 1)[1]
+        if item not in menu.items:
+            raise NoEffect(f"the menu has no {item!r}")
+        if item == "Open":
+            return s, _open_folder_window(s, icon.name)
+        if item == "Move to Trash":
+            s.desktop = [i for i in s.desktop if i is not icon]
+            s.toasts = [*s.toasts, Toast(text=f"Moved {icon.name} to Trash")][-2:]
+            return s, f"the {icon.name!r} icon moves to the trash"
+    return s, "the context menu closes"
+
+
+def _move_window(s: Scene, w: Window, dx: int, dy: int) -> tuple[Scene, str]:
+    if w.maximized:
+        raise NoEffect(f"{w.title!r} is maximized: it cannot be dragged")
+    # keep the title bar on screen (the scene stays valid and the window reachable)
+    x = min(max(w.x + dx, 40 - w.w + 80), s.width - 80)
+    y = min(max(w.y + dy, 28 if s.platform in ("ubuntu", "macos") else 0), s.height - 80)
+    if (x, y) == (w.x, w.y):
+        raise NoEffect(f"{w.title!r} cannot move further that way")
+    mx, my = x - w.x, y - w.y
+    w.x, w.y = x, y
+    _raise(s, w.id)
+    where = " and ".join(p for p in (f"{abs(mx)} px {'right' if mx > 0 else 'left'}" if mx else "",
+                                     f"{abs(my)} px {'down' if my > 0 else 'up'}" if my else "") if p)
+    return s, f"the {w.title!r} window moves {where}"
+
+
 def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
     """The scene after ``action`` and what visibly changed; :class:`NoEffect` if nothing would."""
     s = _copy(scene)
@@ -84,12 +186,13 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
     modal = {d.window for d in s.dialogs}
     if action.kind in ("wait", "done", "fail"):
         raise NoEffect(f"{action.kind} changes nothing on screen")
+    if action.kind in ("key", "hotkey"):
+        return _keys(s, action)
+    if s.menu is not None and action.kind in POINTING:
+        return _menu(s, action, t)
     is_dialog = re.fullmatch(r"d[0-9]+", head) is not None
     if s.dialogs and not is_dialog and action.kind in POINTING + ("type",):
         raise NoEffect(f"a dialog is open: {t} is blocked until it is answered")
-    if action.kind == "key" and action.keys == ["escape"] and s.dialogs:
-        d = s.dialogs.pop()
-        return s, f"the {d.title!r} dialog closes (cancelled)"
     # -- dialogs
     if is_dialog:
         d = next((x for x in s.dialogs if x.id == head), None)
@@ -132,16 +235,16 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
                 i.selected = i is icon
             return s, f"the {icon.name!r} icon is selected"
         if action.kind == "double_click" and icon.kind == "folder":
-            if "file_manager" not in PLATFORM_APPS[s.platform]:
-                raise NoEffect("no file manager on this platform")
-            wid = f"w{max([int(w.id[1:]) for w in s.windows] + [-1]) + 1}"
-            path = f"/home/user/Desktop/{icon.name}"
-            win = Window(id=wid, app="file_manager", title="x", x=min(160, s.width - 700), y=90, w=min(680, s.width - 200),
-                         h=min(460, s.height - 200), path=path, files=_folder_files(path))
-            win.title = _title(s, win)
-            s.windows.append(win)
-            s.focused = wid
-            return s, f"a {s.app_name('file_manager')} window opens showing the {icon.name!r} folder"
+            return s, _open_folder_window(s, icon.name)
+        if action.kind == "right_click":
+            s.menu = ContextMenu(target=icon.name, items=MENU_ITEMS[icon.kind])
+            return s, f"a context menu opens on the {icon.name!r} icon ({', '.join(MENU_ITEMS[icon.kind])})"
+        if action.kind == "drag" and action.to and action.to.startswith("desktop."):
+            dest = next((i for i in s.desktop if i.name == action.to.split(".", 1)[1]), None)
+            if dest is None or dest.kind != "folder" or dest is icon:
+                raise NoEffect(f"{action.to} is not another folder on the desktop")
+            s.desktop = [i for i in s.desktop if i is not icon]
+            return s, f"the {icon.name!r} icon moves into the {dest.name!r} folder"
         raise NoEffect(f"{action.describe()} does nothing to a desktop {icon.kind}")
     # -- windows
     w = s.window(head)
@@ -163,6 +266,8 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
         w.minimized = True
         _refocus(s)
         return s, f"the {w.title!r} window is minimized to the {'dock' if s.platform == 'macos' else 'taskbar'}"
+    if action.kind == "drag" and rest == "titlebar" and not action.to:
+        return _move_window(s, w, action.dx, action.dy)
     if action.kind in ("click", "double_click") and rest in ("max", "titlebar"):
         w.maximized = not w.maximized
         _raise(s, w.id)
@@ -185,6 +290,15 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
         st = next(x for x in w.settings if x.key == what[1])
         st.on = not st.on
         return s, f"the {st.label!r} switch turns {'on' if st.on else 'off'}"
+    if action.kind == "scroll" and rest == "grid" and w.app == "spreadsheet":
+        top = min(max(w.scroll_row + ROWS_PER_CLICK * action.dy, 0), SHEET_MAX_ROW - SHEET_ROWS)
+        if top == w.scroll_row:
+            raise NoEffect(f"the sheet cannot scroll further {'down' if action.dy > 0 else 'up'}")
+        w.scroll_row = top
+        return s, f"the sheet scrolls {'down' if action.dy > 0 else 'up'} to show rows {top + 1}-{top + SHEET_ROWS}"
+    if what[0] == "cell" and action.kind in ("click", "type") and \
+            not w.scroll_row < int(what[1][1:]) <= w.scroll_row + SHEET_ROWS:
+        raise NoEffect(f"cell {what[1]} is not on screen (rows {w.scroll_row + 1}-{w.scroll_row + SHEET_ROWS})")
     if action.kind == "click" and what[0] == "cell":
         if w.selected_cell == what[1] and not focus_change:
             raise NoEffect(f"cell {what[1]} is already selected")
@@ -214,6 +328,13 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
         w.files = _folder_files(w.path)
         w.title = _title(s, w)
         return s, f"the {s.app_name('file_manager')} window shows the {f.name!r} folder"
+    if action.kind == "drag" and what[0] == "file" and action.to and action.to.startswith(f"{w.id}.file."):
+        f = next((x for x in w.files if x.name == what[1]), None)
+        dest = next((x for x in w.files if x.name == action.to.split(".", 2)[2]), None)
+        if f is None or dest is None or dest.kind != "folder" or dest is f:
+            raise NoEffect(f"cannot drop {what[1]!r} onto {action.to}")
+        w.files = [x for x in w.files if x is not f]
+        return s, f"{f.name!r} moves into the {dest.name!r} folder"
     if action.kind == "click" and rest == "back" and w.app == "file_manager":
         if w.path.count("/") <= 1:
             raise NoEffect("already at the top folder")
@@ -232,8 +353,9 @@ def point_in(box: tuple[int, int, int, int]) -> tuple[int, int]:
     return x + w // 2, y + h // 2
 
 
-def to_pyautogui(action: Action, box: tuple[int, int, int, int] | None) -> str:
-    """OSWorld's ``pyautogui`` action space (a Python line)."""
+def to_pyautogui(action: Action, box: tuple[int, int, int, int] | None,
+                 to_box: tuple[int, int, int, int] | None = None) -> str:
+    """OSWorld's ``pyautogui`` action space (a Python line); ``to_box``: a drag's drop target."""
     if action.kind in ("click", "double_click", "right_click"):
         x, y = point_in(box)
         fn = {"click": "click", "double_click": "doubleClick", "right_click": "rightClick"}[action.kind]
@@ -250,12 +372,15 @@ def to_pyautogui(action: Action, box: tuple[int, int, int, int] | None) -> str:
         return f"pyautogui.scroll({-action.dy}, x={x}, y={y})"
     if action.kind == "drag":
         x, y = point_in(box)
-        return f"pyautogui.moveTo({x}, {y}); pyautogui.dragTo({x + action.dx}, {y + action.dy}, duration=0.3)"
+        x2, y2 = point_in(to_box) if to_box else (x + action.dx, y + action.dy)
+        return f"pyautogui.moveTo({x}, {y}); pyautogui.dragTo({x2}, {y2}, duration=0.5, button='left')"
     return {"wait": "WAIT", "done": "DONE", "fail": "FAIL"}[action.kind]
 
 
-def to_computer13(action: Action, box: tuple[int, int, int, int] | None) -> dict:
-    """OSWorld's ``computer_13`` action space (a dict)."""
+def to_computer13(action: Action, box: tuple[int, int, int, int] | None,
+                  to_box: tuple[int, int, int, int] | None = None) -> dict:
+    """OSWorld's ``computer_13`` action space (a dict; a drag is DRAG_TO from the pointer's
+    position, which the box's centre gives: ``bbox``)."""
     if action.kind in ("click", "double_click", "right_click"):
         x, y = point_in(box)
         kind = {"click": "CLICK", "double_click": "DOUBLE_CLICK", "right_click": "RIGHT_CLICK"}[action.kind]
@@ -266,12 +391,14 @@ def to_computer13(action: Action, box: tuple[int, int, int, int] | None) -> dict
         return {"action_type": "PRESS", "parameters": {"key": action.keys[0]}}
     if action.kind == "hotkey":
         return {"action_type": "HOTKEY", "parameters": {"keys": list(action.keys)}}
-    if action.kind == "scroll":
-        return {"action_type": "SCROLL", "parameters": {"dx": action.dx, "dy": action.dy}}
+    if action.kind == "scroll":  # OSWorld: dy > 0 scrolls up (pyautogui's sign)
+        return {"action_type": "SCROLL", "parameters": {"dx": -action.dx, "dy": -action.dy}}
     if action.kind == "drag":
         x, y = point_in(box)
-        return {"action_type": "DRAG_TO", "parameters": {"x": x + action.dx, "y": y + action.dy}}
+        x2, y2 = point_in(to_box) if to_box else (x + action.dx, y + action.dy)
+        return {"action_type": "DRAG_TO", "parameters": {"x": x2, "y": y2}}
     return {"action_type": action.kind.upper(), "parameters": {}}
 
 
-__all__ = ["POINTING", "Action", "NoEffect", "apply_action", "point_in", "to_computer13", "to_pyautogui"]
+__all__ = ["MENU_ITEMS", "POINTING", "ROWS_PER_CLICK", "Action", "NoEffect", "apply_action", "point_in", "save_keys",
+           "to_computer13", "to_pyautogui"]

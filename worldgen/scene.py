@@ -3,7 +3,8 @@
 A :class:`Scene` is AutoGUIWorld's structured scene spec: the OS context (``platform``,
 screen size), the visual appearance (theme, accent, wallpaper, fonts, density, corner
 radius) and the interface state (windows with their app, content and geometry in z-order,
-the focused window, dialogs, toasts, browser tabs, files on the desktop). Scenes are data:
+the focused window, dialogs, toasts, a context menu, browser tabs, spreadsheet scroll offsets,
+files on the desktop). Scenes are data:
 world models render them (``worldgen.html``) and transitions change them.
 
 :func:`sample_scene` draws one from a :class:`SceneDistribution` with a seed (the same seed
@@ -19,7 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCENE_SCHEMA_VERSION = 1
+SCENE_SCHEMA_VERSION = 2
+#: Versions this code reads (v1 had no scrolling, context menus or window moves: its fields default).
+READABLE_VERSIONS = (1, 2)
+#: Rows of a spreadsheet on screen at once; ``Window.scroll_row`` is the first one (0-based).
+SHEET_ROWS, SHEET_MAX_ROW = 12, 40
 
 Platform = Literal["ubuntu", "windows", "macos", "chrome"]
 App = Literal["file_manager", "text_editor", "browser", "settings", "spreadsheet", "terminal"]
@@ -96,6 +101,7 @@ class Window(Spec):
     settings: list[Setting] = Field(default_factory=list)
     cells: dict[str, str] = Field(default_factory=dict)  # spreadsheet, "A1" -> value
     selected_cell: str | None = Field(None, pattern=r"^[A-H][1-9][0-9]?$")
+    scroll_row: int = Field(0, ge=0, le=SHEET_MAX_ROW - SHEET_ROWS)  # spreadsheet: rows scrolled past
 
     @model_validator(mode="after")
     def _content_fits_the_app(self):
@@ -105,7 +111,7 @@ class Window(Spec):
             raise ValueError(f"window {self.id}: active_tab {self.active_tab} of {len(self.tabs)} tabs")
         if self.app == "file_manager" and self.path is None:
             raise ValueError(f"window {self.id}: a file manager shows a folder (path)")
-        if self.app != "spreadsheet" and (self.cells or self.selected_cell):
+        if self.app != "spreadsheet" and (self.cells or self.selected_cell or self.scroll_row):
             raise ValueError(f"window {self.id}: cells belong to spreadsheets")
         for cell in self.cells:
             if not (len(cell) >= 2 and cell[0] in "ABCDEFGH" and cell[1:].isdigit() and 1 <= int(cell[1:]) <= 40):
@@ -135,6 +141,13 @@ class DesktopIcon(Spec):
     selected: bool = False
 
 
+class ContextMenu(Spec):
+    """A right-click menu open on a desktop icon (``target`` = the icon's name)."""
+
+    target: str = Field(min_length=1, max_length=40)
+    items: list[str] = Field(default_factory=lambda: ["Open", "Rename", "Move to Trash"], min_length=1, max_length=6)
+
+
 class Scene(Spec):
     version: int = SCENE_SCHEMA_VERSION
     scene_id: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
@@ -147,11 +160,12 @@ class Scene(Spec):
     dialogs: list[Dialog] = Field(default_factory=list)
     toasts: list[Toast] = Field(default_factory=list)
     desktop: list[DesktopIcon] = Field(default_factory=list)
+    menu: ContextMenu | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
-        if self.version != SCENE_SCHEMA_VERSION:
-            raise ValueError(f"scene schema version {self.version}; this code reads {SCENE_SCHEMA_VERSION}")
+        if self.version not in READABLE_VERSIONS:
+            raise ValueError(f"scene schema version {self.version}; this code reads {READABLE_VERSIONS}")
         ids = [w.id for w in self.windows]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate window ids: {ids}")
@@ -175,6 +189,10 @@ class Scene(Spec):
                 raise ValueError(f"dialog {d.id} belongs to {d.window!r}, which is not an open window")
         if len({i.name for i in self.desktop}) != len(self.desktop):
             raise ValueError("duplicate desktop icon names")
+        if self.menu is not None and all(i.name != self.menu.target for i in self.desktop):
+            raise ValueError(f"context menu on {self.menu.target!r}, which is not a desktop icon")
+        if self.menu is not None and self.dialogs:
+            raise ValueError("a context menu cannot be open while a dialog is")
         return self
 
     def window(self, wid: str) -> Window | None:
@@ -266,6 +284,7 @@ def _content(rng: random.Random, app: str) -> dict[str, Any]:
                              for k, label in rng.sample(SETTINGS, rng.randint(3, 6))]}
     if app == "spreadsheet":
         cells = {f"{c}{r}": str(rng.randint(0, 999)) for c in "ABC" for r in range(1, rng.randint(2, 7))}
+        cells.update({f"A{r}": str(rng.randint(0, 999)) for r in rng.sample(range(13, SHEET_MAX_ROW + 1), rng.randint(0, 4))})
         return {"cells": cells, "selected_cell": "A1"}
     raise ValueError(app)
 
@@ -329,5 +348,6 @@ def sample_scene(seed: int, dist: SceneDistribution | None = None, scene_id: str
                  desktop=desktop)
 
 
-__all__ = ["APP_NAMES", "PLATFORM_APPS", "SCENE_SCHEMA_VERSION", "Appearance", "DesktopIcon", "Dialog", "FileItem",
+__all__ = ["APP_NAMES", "PLATFORM_APPS", "READABLE_VERSIONS", "SCENE_SCHEMA_VERSION", "SHEET_MAX_ROW", "SHEET_ROWS",
+           "Appearance", "ContextMenu", "DesktopIcon", "Dialog", "FileItem",
            "Scene", "SceneDistribution", "Setting", "Tab", "Toast", "Window", "sample_scene"]

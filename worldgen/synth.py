@@ -7,10 +7,12 @@ the target's box and hit test from the DOM — grounding), the spec transition
 sample; a rejected one keeps its reason.
 
 Backends: ``html`` — frames are the Chromium renders of the specs, so every step is exact
-and verified against the DOM; ``diffusion`` — the first frame is the HTML render, each next
-frame is an image edit of the current one by a diffusers pipeline (``worldgen.diffusion``),
-given the planned action and consequence; the box comes from the spec's DOM (the planner's
-target) and the change mask is recorded (``metrics.change_bbox``); pixel filters judge the edit.
+and verified against the DOM; ``diffusion`` — the first frame is the HTML render (or, with
+``DiffusionConfig.initial="text2image"``, a text-to-image generation from the spec's
+description), each next frame is an image edit of the current one by a diffusers pipeline
+(``worldgen.diffusion``), given the planned action and consequence; the box comes from the
+spec's DOM (the planner's target) — for generated first frames from the change mask's box —
+and the change mask is recorded (``metrics.change_bbox``); pixel filters judge the edit.
 
 Filters (each rejection counted by reason in ``report.json``):
 
@@ -23,12 +25,15 @@ Filters (each rejection counted by reason in ``report.json``):
   (open windows, focus, the typed-into element);
 * ``change_not_localized`` — (diffusion) most changed pixels are far from the target;
 * ``rest_not_preserved`` — (diffusion) SSIM outside the target's neighbourhood below 0.85;
+* ``no_grounding`` — (text-to-image first frames) a pointing step whose edit changed nothing
+  that could locate it, or a drag onto a drop target (not locatable in generated pixels);
 * ``after_rejected_step`` — every later step of a trajectory with a rejected step (its
   frames and history build on a transition that was not kept).
   (A VLM judge of the consequence for diffusion frames is not built yet.)
 
 Output (``DIR``): ``samples.jsonl`` (fields ``instruction``, ``history``, ``screenshot``,
-``action`` (pyautogui), ``action_computer13``, ``action_vid``, ``bbox`` [x, y, w, h],
+``action`` (pyautogui), ``action_computer13``, ``action_vid``, ``action_spec`` (the planner's
+:class:`~worldgen.actions.Action`, replayable), ``bbox`` [x, y, w, h], for drags ``to_vid`` / ``to_bbox``,
 ``next_screenshot``, ``consequence``, ``scene_id``, ``step``, ``platform``, ``task``,
 ``feasible``, ``metrics``, ``provenance``, and ``messages``: the step as a chat that `vagen sft
 data=DIR` trains on, with a downscaled screenshot ``frames/small/*.png``), ``frames/*.png``,
@@ -51,10 +56,14 @@ import numpy as np
 
 from worldgen import filters as F
 from worldgen.actions import POINTING, apply_action, to_computer13, to_pyautogui
-from worldgen.diffusion import DiffusionConfig
+from worldgen.diffusion import DiffusionConfig, describe_scene
 from worldgen.html.world import Frame, HtmlWorld
 from worldgen.scene import SceneDistribution, sample_scene
 from worldgen.tasks import make_task, plan
+
+#: Generated (text-to-image) first frames: a pointing step's change-mask box may cover at most
+#: this share of the screen — a larger change does not say where the action acted.
+MASK_BOX_MAX = 0.25
 
 
 def frame_ok(frame: Frame) -> bool:
@@ -72,8 +81,10 @@ def _png(img) -> bytes:
 
 
 SYSTEM_PROMPT = ("You are a GUI agent. You see a screenshot of a {w}x{h} screen. Answer with one action: "
-                 "pyautogui.click(x, y), pyautogui.doubleClick(x, y), pyautogui.write('text'), "
-                 "pyautogui.hotkey(...), DONE or FAIL. Coordinates are screen pixels.")
+                 "pyautogui.click(x, y), pyautogui.doubleClick(x, y), pyautogui.rightClick(x, y), "
+                 "pyautogui.write('text'), pyautogui.press('key'), pyautogui.hotkey(...), "
+                 "pyautogui.scroll(clicks, x=x, y=y), pyautogui.moveTo(x, y); pyautogui.dragTo(x, y), DONE or FAIL. "
+                 "Coordinates are screen pixels.")
 
 
 def sft_messages(record: dict, image: str, width: int, height: int) -> list[dict]:
@@ -105,6 +116,7 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
         from worldgen.diffusion import DiffusionWorld
 
         dw = DiffusionWorld(diffusion)
+    generated = dw is not None and dw.t2i is not None
     with HtmlWorld() as world, open(out / "samples.jsonl", "w") as fs, open(out / "rejected.jsonl", "w") as fr:
         i = 0
         while kept < n:
@@ -119,17 +131,26 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
             (out / "scenes" / f"{scene.scene_id}.json").write_text(scene.to_json())
             dom = world.capture(scene)          # the exact render of the spec: boxes (and html frames)
             img, shot = dom.image(), f"frames/{scene.scene_id}-0.png"
-            (out / shot).write_bytes(dom.png)
+            if generated:  # a text-to-image first frame: no DOM behind its pixels
+                img = dw.generate(describe_scene(scene), (scene.width, scene.height), seed=scene_seed)
+                (out / shot).write_bytes(_png(img))
+            else:
+                (out / shot).write_bytes(dom.png)
             history: list[str] = []
             tainted = False  # a rejected step: the rest of the trajectory builds on a frame we did not keep
             for k, (action, consequence) in enumerate(steps):
-                box = dom.box(action.target) if action.target else None
+                box = dom.box(action.target) if action.target and not generated else None
+                to_box = dom.box(action.to) if action.to and not generated else None
+                reaches = dom.reachable if action.kind == "scroll" else dom.clickable  # a wheel acts on the container
                 why = None
                 if tainted:
                     why = "after_rejected_step"
-                elif action.kind in POINTING and box is None:
+                elif generated and action.kind == "drag" and action.to:
+                    why = "no_grounding"  # a drop target cannot be found in generated pixels
+                elif not generated and action.kind in POINTING and (box is None or (action.to and to_box is None)):
                     why = "no_box"
-                elif action.kind in POINTING and not dom.clickable(action.target):
+                elif not generated and action.kind in POINTING and not (
+                        reaches(action.target) and (not action.to or dom.clickable(action.to))):
                     why = "target_not_hit"
                 elif not F.frame_ok(img, (scene.width, scene.height)):
                     why = "blank_frame"
@@ -150,22 +171,33 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                             why = _reject_html(action, nxt_scene, nxt_dom, img, nxt_img)
                     else:
                         mask = F.change_mask(img, nxt_img)
+                        by_mask = generated and action.kind in POINTING
+                        if by_mask:  # grounded by where the edit changed the screen
+                            box = F.mask_bbox(mask)
                         metrics = {"changed_px": int(mask.sum()), "change_bbox": F.mask_bbox(mask),
-                                   "change_localized": F.change_localized(mask, box),
+                                   "change_localized": F.change_localized(mask, box) if not by_mask else
+                                   box is not None and box[2] * box[3] <= MASK_BOX_MAX * scene.width * scene.height,
                                    "ssim_outside": round(F.ssim_outside(img, nxt_img, box), 4)}
                         if why is None:
-                            why = _reject_diffusion(nxt_scene, nxt_img, mask, metrics)
+                            why = _reject_diffusion(nxt_scene, nxt_img, mask, metrics, by_mask and box is None)
                 record = {"instruction": task.instruction, "history": list(history), "screenshot": shot,
-                          "action": to_pyautogui(action, box), "action_computer13": to_computer13(action, box),
+                          "action": to_pyautogui(action, box, to_box),
+                          "action_computer13": to_computer13(action, box, to_box),
                           "action_vid": action.target, "action_kind": action.kind,
+                          "action_spec": action.model_dump(exclude_defaults=True),
                           "bbox": list(box) if box else None, "next_screenshot": nxt_shot,
+                          **({"to_vid": action.to, "to_bbox": list(to_box) if to_box else None} if action.to else {}),
                           "consequence": consequence, "scene_id": scene.scene_id, "step": k,
                           "platform": scene.platform, "screen": [scene.width, scene.height],
                           "task": task.template, "feasible": task.feasible,
                           "metrics": metrics,
                           "provenance": {"backend": backend, "planner": "template", "seed": seed,
                                          "scene_seed": scene_seed, "verified": why is None and dw is None,
-                                         **({"pipeline": dw.cfg.pipeline, "model": dw.cfg.model_path} if dw else {})}}
+                                         "initial_frame": "text2image" if generated else "html",
+                                         "grounding": "change_mask" if generated else "dom",
+                                         **({"pipeline": dw.cfg.pipeline, "model": dw.cfg.model_path} if dw else {}),
+                                         **({"t2i_pipeline": dw.cfg.t2i_pipeline, "t2i_model": dw.cfg.t2i_model_path}
+                                            if generated else {})}}
                 if why is None:
                     image = shot
                     if sft_image_size:  # a downscaled copy for the chat (coordinates stay in screen pixels)
@@ -210,13 +242,16 @@ def _reject_html(action, scene, dom: Frame, before, img) -> str | None:
     return None if _dom_confirms(action, scene, dom) else "consequence_unverified"
 
 
-def _reject_diffusion(scene, img, mask, metrics: dict) -> str | None:
+def _reject_diffusion(scene, img, mask, metrics: dict, ungrounded: bool = False) -> str | None:
     """The first pixel filter an image-edit transition fails, or None: the edit must change
-    something, near the target, and leave the rest of the screen alone."""
+    something, near the target (for generated first frames: in a small region, which grounds
+    the action), and leave the rest of the screen alone."""
     if not F.frame_ok(img, (scene.width, scene.height)):
         return "blank_frame"
     if not mask.any():
         return "no_visible_change"
+    if ungrounded:
+        return "no_grounding"
     if not metrics["change_localized"]:
         return "change_not_localized"
     if metrics["ssim_outside"] < 0.85:
@@ -226,14 +261,31 @@ def _reject_diffusion(scene, img, mask, metrics: dict) -> str | None:
 
 def _dom_confirms(action, scene, frame: Frame) -> bool:
     """The next frame's DOM shows what the spec says: every window of the spec that is open has
-    its frame element on screen, closed ones are gone, and a typed/selected target exists."""
+    its frame element on screen, closed ones are gone, a typed/selected target exists, dialogs
+    and the context menu are there exactly when the spec has them, desktop icons match, a
+    dragged window's frame sits where the spec puts it, and a scrolled sheet shows its new
+    first row."""
     open_ids = {w.id for w in scene.windows if not w.minimized}
     on_screen = {k for k in frame.boxes if k.startswith("w") and "." not in k}
     if on_screen != open_ids:
         return False
     if scene.focused and not frame.boxes.get(f"taskbar.{scene.focused}"):
         return False
-    if action.kind == "type" and action.target and action.target.split(".")[0] in open_ids:
+    if {k for k in frame.boxes if k.startswith("d") and "." not in k} != {d.id for d in scene.dialogs}:
+        return False
+    if ("menu" in frame.boxes) != (scene.menu is not None):
+        return False
+    if {k.split(".", 1)[1] for k in frame.boxes if k.startswith("desktop.")} != {i.name for i in scene.desktop}:
+        return False
+    head = (action.target or "").split(".")[0]
+    w = scene.window(head) if head.startswith("w") else None
+    if action.kind == "drag" and w is not None and action.target.endswith(".titlebar"):
+        box = frame.box(w.id)
+        return box is not None and (box[0], box[1]) == (w.x, w.y)
+    if action.kind == "scroll" and w is not None and w.app == "spreadsheet":
+        first = frame.box(f"{w.id}.cell.A{w.scroll_row + 1}")
+        return first is not None and f"{w.id}.cell.A{w.scroll_row}" not in frame.boxes
+    if action.kind == "type" and action.target and head in open_ids:
         return action.target in frame.boxes
     return True
 

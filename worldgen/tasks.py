@@ -1,9 +1,11 @@
 """Tasks conditioned on a scene, and the template planner that solves them.
 
 :func:`make_task` picks a template that fits the scene (a setting to flip, a tab to show, a
-window to close or minimise, a folder to open, text to type, a cell to fill, a dialog to
-answer) or, with probability ``infeasible_p``, an infeasible one (a folder, tab or setting
-that is not there: the right plan is ``fail``). :func:`plan` turns a task into atomic
+window to close, minimise or drag to a corner, a folder to open, text to type, a cell to
+fill — scrolling the sheet first when the row is below the view —, a dialog to answer, a
+file to drag into a folder, a desktop icon to trash through its context menu, a document to
+save with the keyboard shortcut) or, with probability ``infeasible_p``, an infeasible one (a
+folder, tab or setting that is not there: the right plan is ``fail``). :func:`plan` turns a task into atomic
 actions with their intended consequences, first clearing what stands in the way (an open
 dialog is answered, a covered or minimised window is brought to the front). Plans are
 checked by simulation: every step must have an effect and the goal must hold at the end
@@ -16,8 +18,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from worldgen.actions import Action, NoEffect, apply_action
-from worldgen.scene import Scene
+from worldgen.actions import ROWS_PER_CLICK, Action, NoEffect, apply_action, save_keys
+from worldgen.scene import SHEET_ROWS, Scene
 
 WORDS = ["hello world", "meeting at 10", "buy milk", "total: 42", "draft v2", "see you soon", "ok"]
 
@@ -122,6 +124,84 @@ def _cell(scene, rng):
                 lambda s, wid=w.id, c=cell, v=value: s.window(wid) is not None and s.window(wid).cells.get(c) == v)
 
 
+def _scroll_cell(scene, rng):
+    """A cell below the visible rows: scroll the grid (wheel clicks of ROWS_PER_CLICK rows) so
+    the row lands near the top of the view, then click and type."""
+    wins = _open_windows(scene, "spreadsheet")
+    if not wins:
+        return None
+    w = rng.choice(wins)
+    row = rng.randint(w.scroll_row + SHEET_ROWS + 1, 34)  # <= 34: the row stays in the upper half after a clamp
+    cell = f"{rng.choice('ABCDEF')}{row}"
+    value = str(rng.randint(1, 999))
+    clicks = max(1, (row - 1 - w.scroll_row) // ROWS_PER_CLICK)
+    return Task(f"Scroll down to row {row} and set cell {cell} to {value}", "scroll_cell", True, w.id,
+                [Action(kind="scroll", target=f"{w.id}.grid", dy=clicks),
+                 Action(kind="click", target=f"{w.id}.cell.{cell}"),
+                 Action(kind="type", target=f"{w.id}.cell.{cell}", text=value)],
+                lambda s, wid=w.id, c=cell, v=value: s.window(wid) is not None and s.window(wid).cells.get(c) == v)
+
+
+CORNERS = {"top-left corner": (0.0, 0.0), "top-right corner": (1.0, 0.0), "bottom-left corner": (0.0, 1.0),
+           "centre": (0.5, 0.5)}
+
+
+def _move_window(scene, rng):
+    wins = [w for w in _open_windows(scene) if not w.maximized]
+    if not wins:
+        return None
+    w = rng.choice(wins)
+    where = rng.choice(sorted(CORNERS))
+    fx, fy = CORNERS[where]
+    top = 28 if scene.platform in ("ubuntu", "macos") else 0
+    left = 64 if scene.platform == "ubuntu" else 0
+    bottom = {"windows": 48, "chrome": 48, "macos": 64}.get(scene.platform, 0)
+    tx = round(left + 8 + fx * (scene.width - left - 16 - w.w))
+    ty = round(top + 8 + fy * (scene.height - top - bottom - 16 - w.h))
+    if abs(tx - w.x) + abs(ty - w.y) < 40:
+        return None
+    return Task(f"Drag the {w.title} window to the {where} of the screen", "move_window", True, w.id,
+                [Action(kind="drag", target=f"{w.id}.titlebar", dx=tx - w.x, dy=ty - w.y)],
+                lambda s, wid=w.id, x=tx, y=ty: s.window(wid) is not None and (s.window(wid).x, s.window(wid).y) == (x, y))
+
+
+def _move_file(scene, rng):
+    wins = [w for w in _open_windows(scene, "file_manager")
+            if any(f.kind == "folder" for f in w.files) and any(f.kind == "file" for f in w.files)]
+    if not wins:
+        return None
+    w = rng.choice(wins)
+    f = rng.choice([x for x in w.files if x.kind == "file"])
+    dest = rng.choice([x for x in w.files if x.kind == "folder"])
+    return Task(f"Move {f.name} into the {dest.name} folder in {scene.app_name('file_manager')}", "move_file", True,
+                w.id, [Action(kind="drag", target=f"{w.id}.file.{f.name}", to=f"{w.id}.file.{dest.name}")],
+                lambda s, wid=w.id, n=f.name: s.window(wid) is not None and all(x.name != n for x in s.window(wid).files))
+
+
+def _trash_icon(scene, rng):
+    if not scene.desktop:
+        return None
+    icon = rng.choice(scene.desktop)
+    return Task(f"Move the {icon.name} icon on the desktop to the trash", "trash_icon", True, None,
+                [Action(kind="right_click", target=f"desktop.{icon.name}"),
+                 Action(kind="click", target="menu.Move to Trash")],
+                lambda s, n=icon.name: all(i.name != n for i in s.desktop))
+
+
+def _save_as(scene, rng):
+    wins = _open_windows(scene, "text_editor")
+    if not wins:
+        return None
+    w = rng.choice(wins)
+    name = f"{rng.choice(['notes', 'draft', 'todo', 'letter', 'minutes'])}_{rng.randint(1, 99)}.txt"
+    keys = save_keys(scene.platform)
+    return Task(f"Save the document in {scene.app_name('text_editor')} as {name} using the keyboard shortcut",
+                "save_as", True, w.id,
+                [Action(kind="hotkey", keys=keys), Action(kind="type", target="@dialog.filename", text=name),
+                 Action(kind="click", target="@dialog.button.Save")],
+                lambda s, n=name: any(t.text == f"Saved {n}" for t in s.toasts) and not s.dialogs)
+
+
 def _dialog(scene, rng):
     if not scene.dialogs:
         return None
@@ -144,9 +224,10 @@ def make_task(scene: Scene, rng: random.Random, infeasible_p: float = 0.05) -> T
     if rng.random() < infeasible_p:
         return _infeasible(scene, rng)
     makers: list[Callable[[Scene, random.Random], Task | None]] = [
-        _setting, _tab, _close, _minimize, _open_folder, _type_text, _cell, _dialog, _restore]
+        _setting, _tab, _close, _minimize, _open_folder, _type_text, _cell, _dialog, _restore, _scroll_cell,
+        _move_window, _move_file, _trash_icon, _save_as]
     rng.shuffle(makers)
-    generic = [m for m in makers if m in (_close, _minimize)]
+    generic = [m for m in makers if m in (_close, _minimize, _move_window)]
     specific = [m for m in makers if m not in generic]
     # app-specific tasks first (closing or minimising a window fits every scene)
     for make in (generic + specific if rng.random() < 0.2 else specific + generic):
@@ -158,7 +239,8 @@ def make_task(scene: Scene, rng: random.Random, infeasible_p: float = 0.05) -> T
 
 def plan(scene: Scene, task: Task) -> list[tuple[Action, str]]:
     """Atomic actions with their intended consequences; simulated step by step, so every
-    returned step has an effect. Raises ``ValueError`` if the template cannot be solved."""
+    returned step has an effect. A target ``@dialog.<part>`` names the dialog open at that
+    step (one an earlier step opened). Raises ``ValueError`` if the template cannot be solved."""
     if not task.feasible:
         return [(Action(kind="fail"), "nothing changes: the task cannot be done in this scene")]
     steps: list[tuple[Action, str]] = []
@@ -175,6 +257,10 @@ def plan(scene: Scene, task: Task) -> list[tuple[Action, str]]:
         elif s.windows[-1].id != w.id:  # possibly covered: bring it to the front first
             prefix.append(Action(kind="click", target=f"taskbar.{w.id}"))
     for action in prefix + task.final:
+        if action.target and action.target.startswith("@dialog."):  # the dialog an earlier step opened
+            if not s.dialogs:
+                raise ValueError(f"template plan for {task.template!r}: no dialog open for {action.target}")
+            action = action.model_copy(update={"target": s.dialogs[-1].id + action.target[len("@dialog"):]})
         try:
             s, consequence = apply_action(s, action)
         except NoEffect:

@@ -84,3 +84,39 @@ def test_vagen_synth_gui_diffusion_runs_end_to_end_and_rejects_random_frames(tmp
     first = sorted(p.name for p in (out / "frames").iterdir())
     assert first == sorted(p.name for p in (out2 / "frames").iterdir())
     assert all((out / "frames" / n).read_bytes() == (out2 / "frames" / n).read_bytes() for n in first[:6])
+
+
+def test_text_to_image_first_frames_are_seeded_and_described_from_the_spec():
+    from worldgen.diffusion import DiffusionConfig, DiffusionWorld, describe_scene
+    from worldgen.scene import sample_scene
+
+    scene = sample_scene(4)
+    prompt = describe_scene(scene)
+    assert scene.platform in prompt and all(w.title in prompt for w in scene.windows if not w.minimized)
+    dw = DiffusionWorld(DiffusionConfig(initial="text2image", size=64, steps=2, device="cpu"))
+    a = dw.generate(prompt, (320, 200), seed=3)
+    assert a.size == (320, 200) and dw.generate(prompt, (320, 200), seed=3).tobytes() == a.tobytes()
+    assert dw.generate(prompt, (320, 200), seed=4).tobytes() != a.tobytes()
+    with pytest.raises(ValueError, match="no pipeline class"):
+        DiffusionWorld(DiffusionConfig(initial="text2image", t2i_pipeline="NoSuchPipeline"))
+
+
+@pytest.mark.desktop
+@pytest.mark.slow
+def test_vagen_synth_gui_text_to_image_first_frames_ground_by_the_change_mask(tmp_path):
+    out = tmp_path / "t2i"
+    proc = subprocess.run([VAGEN, "synth", "gui", "--backend", "diffusion", "--initial", "text2image", "--n", "2",
+                           "--seed", "4", "--size", "64", "--steps", "2", "--infeasible-p", "0.5", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["kept"] >= 2
+    assert set(report["rejected"]) <= {"change_not_localized", "rest_not_preserved", "after_rejected_step",
+                                       "no_visible_change", "blank_frame", "no_grounding"}
+    rows = [json.loads(x) for x in (out / "rejected.jsonl").read_text().splitlines()] + \
+        [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    for r in rows:
+        assert r["provenance"]["initial_frame"] == "text2image" and r["provenance"]["grounding"] == "change_mask"
+        assert Image.open(out / r["screenshot"]).size == tuple(r["screen"])
+        if r.get("reason") not in (None, "after_rejected_step") and r["action_kind"] in ("click", "double_click"):
+            assert r["bbox"] == r["metrics"]["change_bbox"]  # the box is where the edit changed the screen

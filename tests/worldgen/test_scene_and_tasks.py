@@ -63,7 +63,8 @@ def test_every_template_plan_reaches_its_goal_and_every_step_has_an_effect():
             assert said == consequence
         assert task.goal(s)
         assert steps[-1][0].kind == ("done" if task.feasible else "fail")
-    assert {"setting", "tab", "close", "minimize", "open_folder", "type_text", "cell", "dialog"} <= templates
+    assert {"setting", "tab", "close", "minimize", "open_folder", "type_text", "cell", "dialog", "scroll_cell",
+            "move_window", "move_file", "trash_icon", "save_as"} <= templates
     assert any(t.startswith("infeasible_") for t in templates)
 
 
@@ -101,3 +102,63 @@ def test_actions_in_both_osworld_action_spaces_point_inside_the_box():
     assert to_computer13(Action(kind="type", text="hi"), None)["parameters"]["text"] == "hi"
     assert to_pyautogui(Action(kind="hotkey", keys=["ctrl", "s"]), None) == "pyautogui.hotkey('ctrl', 's')"
     assert to_pyautogui(Action(kind="fail"), None) == "FAIL"
+    assert to_pyautogui(Action(kind="right_click", target="x"), box) == "pyautogui.rightClick(120, 210)"
+    drag = Action(kind="drag", target="x", to="y")
+    assert to_pyautogui(drag, box, (300, 300, 20, 20)) == \
+        "pyautogui.moveTo(120, 210); pyautogui.dragTo(310, 310, duration=0.5, button='left')"
+    assert to_computer13(drag, box, (300, 300, 20, 20)) == {"action_type": "DRAG_TO", "parameters": {"x": 310, "y": 310}}
+    down = Action(kind="scroll", target="g", dy=4)  # 4 wheel clicks down: negative in pyautogui / OSWorld
+    assert to_pyautogui(down, box) == "pyautogui.scroll(-4, x=120, y=210)"
+    assert to_computer13(down, box) == {"action_type": "SCROLL", "parameters": {"dx": 0, "dy": -4}}
+
+
+def test_scroll_drag_menu_and_keyboard_transitions():
+    from worldgen.scene import DesktopIcon, FileItem
+
+    scene = Scene(scene_id="k", platform="macos", focused="w1", desktop=[DesktopIcon(name="Music")],
+                  windows=[Window(id="w0", app="spreadsheet", title="Numbers", x=40, y=60, w=500, h=400),
+                           Window(id="w1", app="file_manager", title="Work - Finder", x=300, y=100, w=500, h=300,
+                                  path="/home/user/Work", files=[FileItem(name="a.txt"), FileItem(name="B", kind="folder")])])
+    with pytest.raises(NoEffect, match="not on screen"):   # row 20 is below the 12 visible rows
+        apply_action(scene, Action(kind="click", target="w0.cell.B20"))
+    with pytest.raises(NoEffect, match="cannot scroll further up"):
+        apply_action(scene, Action(kind="scroll", target="w0.grid", dy=-1))
+    s, said = apply_action(scene, Action(kind="scroll", target="w0.grid", dy=100))  # clamped at the last page
+    assert s.window("w0").scroll_row == 28 and said.endswith("rows 29-40")
+    s, _ = apply_action(s, Action(kind="click", target="w0.cell.B30"))
+    assert s.window("w0").selected_cell == "B30"
+    s, said = apply_action(scene, Action(kind="drag", target="w1.titlebar", dx=-5000, dy=0))  # kept reachable
+    assert s.window("w1").x == 40 - 500 + 80 and "px left" in said and s.focused == "w1"
+    s, said = apply_action(scene, Action(kind="drag", target="w1.file.a.txt", to="w1.file.B"))
+    assert [f.name for f in s.window("w1").files] == ["B"] and "into the 'B' folder" in said
+    with pytest.raises(NoEffect):
+        apply_action(scene, Action(kind="drag", target="w1.file.B", to="w1.file.a.txt"))  # not onto a file
+    m, said = apply_action(scene, Action(kind="right_click", target="desktop.Music"))
+    assert m.menu is not None and m.menu.items == ["Open", "Move to Trash"] and "context menu" in said
+    closed, said = apply_action(m, Action(kind="click", target="w1.titlebar"))  # a click elsewhere closes it
+    assert closed.menu is None and said == "the context menu closes"
+    esc, _ = apply_action(m, Action(kind="key", keys=["escape"]))
+    assert esc.menu is None
+    opened, said = apply_action(m, Action(kind="click", target="menu.Open"))
+    assert opened.menu is None and opened.windows[-1].path == "/home/user/Desktop/Music"
+    trashed, _ = apply_action(m, Action(kind="click", target="menu.Move to Trash"))
+    assert trashed.desktop == [] and trashed.toasts[-1].text == "Moved Music to Trash"
+    editor = Scene(scene_id="e", platform="macos", focused="w0",
+                   windows=[Window(id="w0", app="text_editor", title="TextEdit", x=40, y=60, w=500, h=400, text="")])
+    with pytest.raises(NoEffect):   # ctrl+s is not macOS's save shortcut
+        apply_action(editor, Action(kind="hotkey", keys=["ctrl", "s"]))
+    d, said = apply_action(editor, Action(kind="hotkey", keys=["command", "s"]))
+    assert d.dialogs[0].kind == "save" and d.dialogs[0].filename == "Untitled.txt"
+    d, _ = apply_action(d, Action(kind="type", target="d0.filename", text="x.txt"))
+    saved, said = apply_action(d, Action(kind="key", keys=["enter"]))  # Enter = the primary button
+    assert not saved.dialogs and saved.toasts[-1].text == "Saved x.txt"
+
+
+def test_version_1_scene_documents_still_load():
+    data = sample_scene(3).model_dump()
+    data["version"] = 1
+    for w in data["windows"]:
+        w.pop("scroll_row")
+    data.pop("menu")
+    old = Scene.model_validate(data)
+    assert old.menu is None and all(w.scroll_row == 0 for w in old.windows)

@@ -47,9 +47,16 @@ def test_vagen_synth_gui_html_writes_grounded_verified_steps(tmp_path):
             scene = Scene.from_json((out / "scenes" / f"{sid}.json").read_text())
             for r in sorted(steps, key=lambda x: x["step"]):
                 action = _action(r)
-                if r["bbox"] and r["action_kind"] in ("click", "double_click") and "reason" not in r:
+                if r["bbox"] and r["action_kind"] in ("click", "double_click", "right_click", "drag", "scroll") \
+                        and "reason" not in r:
                     x, y = point_in(tuple(r["bbox"]))
-                    assert world.vids_at(scene, [(x, y)]) == [r["action_vid"]], r
+                    (vid,) = world.vids_at(scene, [(x, y)])
+                    if r["action_kind"] == "scroll":  # the wheel acts on the grid; its centre is on a cell
+                        assert vid == r["action_vid"] or vid.startswith(r["action_vid"].split(".")[0] + ".cell."), r
+                    else:
+                        assert vid == r["action_vid"], r
+                    if r.get("to_bbox"):
+                        assert world.vids_at(scene, [point_in(tuple(r["to_bbox"]))]) == [r["to_vid"]], r
                     bx, by, bw, bh = r["bbox"]
                     assert bx <= x < bx + bw and by <= y < by + bh
                     checked += 1
@@ -57,6 +64,12 @@ def test_vagen_synth_gui_html_writes_grounded_verified_steps(tmp_path):
                     scene, said = apply_action(scene, action)
                     assert said == r["consequence"]
     assert checked >= 10
+    import datasets  # the published format: the Hugging Face json loader reads it as it is
+
+    ds = datasets.load_dataset("json", data_files=str(out / "samples.jsonl"), split="train",
+                               cache_dir=str(tmp_path / "hf-cache"))
+    assert ds.num_rows == len(rows) and FIELDS <= set(ds.column_names)
+    assert [r["bbox"] for r in rows] == ds["bbox"] and all((out / p).is_file() for p in ds["screenshot"])
     page = (out / "index.html").read_text()  # the static viewer lists every trajectory
     assert all(sid in page for sid in by_scene) and "<script" not in page
     # every sample is also a chat that `vagen sft` reads (downscaled screenshot, the action as the answer)
@@ -70,9 +83,7 @@ def test_vagen_synth_gui_html_writes_grounded_verified_steps(tmp_path):
 
 
 def _action(r: dict) -> Action:
-    kind = r["action_kind"]
-    text = r["action_computer13"]["parameters"].get("text") if kind == "type" else None
-    return Action(kind=kind, target=r["action_vid"], text=text)
+    return Action.model_validate(r["action_spec"])
 
 
 def test_filters_reject_covered_targets_blank_frames_and_no_change():
@@ -97,3 +108,50 @@ def _png_uniform(w: int, h: int) -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", (w, h), (40, 40, 40)).save(buf, format="PNG")
     return buf.getvalue()
+
+
+def _scene_for_every_new_kind() -> Scene:
+    from worldgen.scene import FileItem
+
+    return Scene(scene_id="kinds", platform="ubuntu", focused="w2",
+                 desktop=[DesktopIcon(name="Music"), DesktopIcon(name="Notes", kind="file")],
+                 windows=[Window(id="w0", app="spreadsheet", title="Calc", x=700, y=60, w=560, h=520,
+                                 cells={"A1": "1", "A20": "20"}, selected_cell="A1"),
+                          Window(id="w1", app="file_manager", title="Files", x=300, y=320, w=600, h=380,
+                                 path="/home/user/Work", files=[FileItem(name="a.txt"), FileItem(name="Old", kind="folder")]),
+                          Window(id="w2", app="text_editor", title="Untitled - Text Editor", x=420, y=90, w=420, h=200,
+                                 text="hi")])
+
+
+@pytest.mark.parametrize("template", ["scroll_cell", "move_window", "move_file", "trash_icon", "save_as"])
+def test_scroll_drag_context_menu_and_hotkey_transitions_render_exactly(template):
+    """Each new action kind, planned on a fixed scene: the target (and a drag's drop target) is
+    reached at its box centre in Chromium, the next frame differs and its DOM shows the planned
+    state (window position, first visible row, menu, dialog, icons), so no filter rejects it."""
+    import random
+
+    from worldgen import tasks as T
+    from worldgen.synth import _reject_html
+
+    scene = _scene_for_every_new_kind()
+    make = {"scroll_cell": T._scroll_cell, "move_window": T._move_window, "move_file": T._move_file,
+            "trash_icon": T._trash_icon, "save_as": T._save_as}[template]
+    task = next(t for seed in range(50) if (t := make(scene, random.Random(seed))) is not None)
+    steps = T.plan(scene, task)
+    kinds = [a.kind for a, _ in steps]
+    assert {"scroll_cell": "scroll", "move_window": "drag", "move_file": "drag", "trash_icon": "right_click",
+            "save_as": "hotkey"}[template] in kinds
+    with HtmlWorld() as world:
+        s, frame = scene, world.capture(scene)
+        for action, consequence in steps[:-1]:
+            if action.target and not action.target.startswith("@"):
+                reach = frame.reachable if action.kind == "scroll" else frame.clickable
+                assert reach(action.target), (template, action)
+            if action.to:
+                assert frame.clickable(action.to)
+            nxt, said = apply_action(s, action)
+            assert said == consequence
+            nframe = world.capture(nxt)
+            assert _reject_html(action, nxt, nframe, frame.image(), nframe.image()) is None, (template, action)
+            s, frame = nxt, nframe
+    assert task.goal(s)

@@ -2,7 +2,7 @@
 
 Every element an action can target carries ``data-vid`` (a stable id derived from the spec:
 ``w0.close``, ``w1.tab.2``, ``w0.file.notes_3.txt``, ``desktop.Music``, ``d0.button.OK``,
-``taskbar.w1``, ``w2.setting.wifi``, ``w3.cell.B2``, ``w0.text`` ...), so the world model
+``taskbar.w1``, ``w2.setting.wifi``, ``w3.cell.B2``, ``w3.grid``, ``menu.Open``, ``w0.text`` ...), so the world model
 reads element boxes from the DOM and the planner names targets by id. Windows stack in the
 spec's z-order; the focused one is drawn active; a dialog is modal over its window. No
 external resources (fonts, images, scripts): the page renders offline, deterministically.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
-from worldgen.scene import Scene, Window
+from worldgen.scene import SHEET_ROWS, Scene, Window
 
 FONTS = {"sans": "'DejaVu Sans', 'Liberation Sans', Arial, sans-serif",
          "serif": "'DejaVu Serif', 'Liberation Serif', Georgia, serif",
@@ -95,6 +95,10 @@ table.grid td.selected {{ outline: 2px solid {a.accent}; outline-offset: -2px; }
 .dialog .buttons {{ display: flex; justify-content: flex-end; gap: {p}px; margin-top: {p + 8}px; }}
 .dialog input {{ width: 100%; padding: {p}px; border: 1px solid {line}; border-radius: {r}px; background: {panel};
   color: {fg}; font: inherit; }}
+.menu {{ position: absolute; min-width: 170px; background: {bg}; border: 1px solid {line}; border-radius: {r}px;
+  box-shadow: 0 6px 22px rgba(0,0,0,.4); padding: 4px 0; z-index: 850; }}
+.menu .mi {{ padding: {p}px {p + 10}px; white-space: nowrap; }}
+.menu .mi:first-child {{ background: {panel}; }}
 .toast {{ position: absolute; right: 18px; padding: {p + 4}px {p + 10}px; border-radius: {r + 2}px;
   background: {"#33333b" if dark else "#333"}; color: #fff; z-index: 950; }}
 """
@@ -134,11 +138,11 @@ def _body(scene: Scene, w: Window) -> str:
         cols = "ABCDEF"
         head = "<tr><th></th>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"
         body = ""
-        for r in range(1, 13):
+        for r in range(w.scroll_row + 1, w.scroll_row + SHEET_ROWS + 1):
             body += f"<tr><th>{r}</th>" + "".join(
                 f'<td class="{"selected" if w.selected_cell == f"{c}{r}" else ""}" data-vid="{v}.cell.{c}{r}">'
                 f'{_e(w.cells.get(f"{c}{r}", ""))}</td>' for c in cols) + "</tr>"
-        return f'<table class="grid">{head}{body}</table>'
+        return f'<table class="grid" data-vid="{v}.grid">{head}{body}</table>'
     raise ValueError(w.app)
 
 
@@ -192,8 +196,18 @@ def render_html(scene: Scene) -> str:
         col, row = divmod(i, max(1, (scene.height - 140) // 96))
         parts.append(f'<div class="icon {icon.kind}{" selected" if icon.selected else ""}" data-vid="desktop.{_e(icon.name)}" '
                      f'style="left:{x0 + col * 92}px;top:{y0 + row * 96}px"><div class="glyph"></div>{_e(icon.name)}</div>')
+    menu_at = None
+    for i, icon in enumerate(scene.desktop):
+        if scene.menu is not None and icon.name == scene.menu.target:
+            col, row = divmod(i, max(1, (scene.height - 140) // 96))
+            menu_at = (x0 + col * 92 + 60, y0 + row * 96 + 40)
     for z, w in enumerate(scene.windows):
         parts.append(_window(scene, w, z))
+    if menu_at is not None:  # above the windows, like a real context menu
+        items = "".join(f'<div class="mi" data-vid="menu.{_e(it)}">{_e(it)}</div>' for it in scene.menu.items)
+        mx = min(menu_at[0], scene.width - 190)
+        my = min(menu_at[1], scene.height - 40 - 34 * len(scene.menu.items))
+        parts.append(f'<div class="menu" data-vid="menu" style="left:{mx}px;top:{my}px">{items}</div>')
     for d in scene.dialogs:
         owner = scene.window(d.window)
         cx = owner.x + owner.w // 2 - 180 if owner and not owner.maximized else scene.width // 2 - 180

@@ -4,7 +4,7 @@ targetable element's box from the DOM.
 ``HtmlWorld.capture(scene)`` returns a :class:`Frame`: the PNG, and per ``data-vid`` its box
 ``(x, y, w, h)`` in screen pixels and whether the element is *hit* at its box centre
 (``document.elementFromPoint`` — False when another window, a dialog's backdrop or the
-screen edge covers it), so a pointing action's box is known to contain what a click there
+screen edge covers it; ``reachable``: the centre lands on it or one of its children), so a pointing action's box is known to contain what a click there
 would reach. One Chromium (the web env's ``Browser``, lean flags, headless shell) serves
 many captures; each capture replaces the page content (no network: the page is inline).
 """
@@ -25,7 +25,8 @@ BOXES_JS = """() => {
     const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
     const top = document.elementFromPoint(cx, cy);
     const hit = !!top && top.closest('[data-vid]') === el;
-    out[el.dataset.vid] = [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), hit];
+    const inside = !!top && el.contains(top);
+    out[el.dataset.vid] = [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), hit, inside];
   }
   return out;
 }"""
@@ -34,7 +35,7 @@ BOXES_JS = """() => {
 @dataclass
 class Frame:
     png: bytes
-    boxes: dict[str, tuple[int, int, int, int, bool]] = field(default_factory=dict)
+    boxes: dict[str, tuple[int, int, int, int, bool, bool]] = field(default_factory=dict)
     width: int = 0
     height: int = 0
 
@@ -46,6 +47,12 @@ class Frame:
         """On screen and reached by a click at its box centre."""
         b = self.boxes.get(vid)
         return bool(b and b[4])
+
+    def reachable(self, vid: str) -> bool:
+        """On screen and its box centre lands on it or inside it (a scroll over a grid of
+        cells reaches the grid even though the centre is on one cell)."""
+        b = self.boxes.get(vid)
+        return bool(b and b[5])
 
     def image(self):
         from PIL import Image
@@ -82,7 +89,7 @@ class HtmlWorld:
             return png, boxes
 
         png, boxes = self.browser.call(run, timeout=60)
-        boxes = {k: (int(v[0]), int(v[1]), int(v[2]), int(v[3]), bool(v[4])) for k, v in boxes.items()}
+        boxes = {k: (int(v[0]), int(v[1]), int(v[2]), int(v[3]), bool(v[4]), bool(v[5])) for k, v in boxes.items()}
         return Frame(png=png, boxes=boxes, width=scene.width, height=scene.height)
 
     def vids_at(self, scene: Scene, points: list[tuple[int, int]]) -> list[str | None]:
