@@ -364,13 +364,21 @@ def synth_gui(
     t2i_pipeline: str = typer.Option("StableDiffusionPipeline",
                                      help="diffusion, --initial text2image: a diffusers text-to-image pipeline class."),
     t2i_model_path: str = typer.Option("tiny", help="diffusion, --initial text2image: its from_pretrained path."),
+    task_model: str = typer.Option(None, help="A policy spec (openai:<model>, hf:<path>, tiny, scripted:...) "
+                                              "that writes the tasks (needs --planner-model)."),
+    planner_model: str = typer.Option(None, help="A policy spec that plans the tasks (plans are checked by "
+                                                 "simulation; default: the template planner)."),
+    grounder_model: str = typer.Option(None, help="diffusion: a VLM policy spec that boxes targets on generated frames."),
+    judge_model: str = typer.Option(None, help="diffusion: a VLM policy spec that confirms each edit's consequence."),
 ) -> None:
     """Synthetic GUI trajectories: scene spec -> task -> plan -> frames -> grounded, filtered steps."""
     from rich.progress import Progress
 
     if backend not in ("html", "diffusion"):
         _fail(f"backend must be html or diffusion, got {backend!r}")
+    from vagen.policy import PolicyError
     from worldgen.diffusion import DiffusionConfig
+    from worldgen.llm import ModelRoles
     from worldgen.synth import synth
 
     try:
@@ -383,8 +391,10 @@ def synth_gui(
         try:
             report = synth(n, out, seed=seed, backend=backend, infeasible_p=infeasible_p,
                            diffusion=dcfg if backend == "diffusion" else None,
-                           progress=lambda k: bar.advance(task, k))
-        except (ValueError, OSError) as e:
+                           progress=lambda k: bar.advance(task, k),
+                           models=ModelRoles(tasks=task_model, planner=planner_model, grounder=grounder_model,
+                                             judge=judge_model))
+        except (ValueError, OSError, PolicyError) as e:
             _fail(str(e))
     print(json.dumps(report))
 

@@ -29,7 +29,13 @@ Filters (each rejection counted by reason in ``report.json``):
   that could locate it, or a drag onto a drop target (not locatable in generated pixels);
 * ``after_rejected_step`` — every later step of a trajectory with a rejected step (its
   frames and history build on a transition that was not kept).
-  (A VLM judge of the consequence for diffusion frames is not built yet.)
+* ``grounder_failed`` / ``judge_rejected`` / ``judge_unparsable`` — (diffusion, with a VLM
+  grounder / judge: ``ModelRoles``) no usable box for a generated frame; the judge says the
+  next frame does not show the consequence, or gives no clear yes/no.
+
+Tasks and plans come from the templates or from models (``ModelRoles.tasks`` / ``.planner``:
+any policy spec, ``worldgen.llm``); a model's task or plan that fails its checks is counted in
+``report.json["plans_rejected"]`` by reason and written to ``rejected.jsonl`` (``step: null``).
 
 Output (``DIR``): ``samples.jsonl`` (fields ``instruction``, ``history``, ``screenshot``,
 ``action`` (pyautogui), ``action_computer13``, ``action_vid``, ``action_spec`` (the planner's
@@ -58,6 +64,7 @@ from worldgen import filters as F
 from worldgen.actions import POINTING, apply_action, to_computer13, to_pyautogui
 from worldgen.diffusion import DiffusionConfig, describe_scene
 from worldgen.html.world import Frame, HtmlWorld
+from worldgen.llm import ModelRoles, PlanRejected, llm_plan, llm_task, vlm_ground, vlm_judge
 from worldgen.scene import SceneDistribution, sample_scene
 from worldgen.tasks import make_task, plan
 
@@ -99,16 +106,23 @@ def sft_messages(record: dict, image: str, width: int, height: int) -> list[dict
 
 def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: SceneDistribution | None = None,
           infeasible_p: float = 0.05, diffusion: DiffusionConfig | None = None, sft_image_size: int = 448,
-          progress: Callable[[int], None] | None = None) -> dict:
-    """Write at least ``n`` kept step samples (whole trajectories) to ``out``; return the report."""
+          progress: Callable[[int], None] | None = None, models: ModelRoles | None = None) -> dict:
+    """Write at least ``n`` kept step samples (whole trajectories) to ``out``; return the report.
+    ``models``: policy specs for an LLM task writer / planner and a VLM grounder / judge."""
     if backend not in ("html", "diffusion"):
         raise ValueError(f"backend must be html or diffusion, got {backend!r}")
+    models = models or ModelRoles()
+    if models.tasks and not models.planner:
+        raise ValueError("LLM-written tasks need an LLM planner (the templates only plan template tasks)")
+    if backend == "html" and (models.grounder or models.judge):
+        raise ValueError("a VLM grounder / judge checks generated frames: use it with --backend diffusion")
+    roles = _policies(models)
     out = Path(out)
     (out / "frames").mkdir(parents=True, exist_ok=True)
     (out / "scenes").mkdir(exist_ok=True)
     if sft_image_size:
         (out / "frames" / "small").mkdir(exist_ok=True)
-    kept, reasons, tasks = 0, Counter(), Counter()
+    kept, reasons, tasks, plan_rejected = 0, Counter(), Counter(), Counter()
     t0 = time.perf_counter()
     scenes = 0
     dw = None
@@ -124,10 +138,20 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
             scene = sample_scene(scene_seed, dist, scene_id=f"s{seed}-{i}")
             rng = random.Random(seed * 7_919 + i)
             i += 1
-            task = make_task(scene, rng, infeasible_p)
-            steps = plan(scene, task)
-            tasks[task.template] += 1
             scenes += 1
+            try:
+                task = (llm_task(roles["tasks"], scene, infeasible=rng.random() < infeasible_p) if "tasks" in roles
+                        else make_task(scene, rng, infeasible_p))
+                steps = (llm_plan(roles["planner"], scene, task) if "planner" in roles
+                         else [(a, c, "") for a, c in plan(scene, task)])
+            except PlanRejected as e:  # the model's task or plan failed a check: nothing to render
+                plan_rejected[e.reason] += 1
+                fr.write(json.dumps({"scene_id": scene.scene_id, "step": None, "reason": e.reason,
+                                     "detail": str(e)[:300], "planner": models.planner}) + "\n")
+                if kept == 0 and scenes >= max(20, n):
+                    break
+                continue
+            tasks[task.template] += 1
             (out / "scenes" / f"{scene.scene_id}.json").write_text(scene.to_json())
             dom = world.capture(scene)          # the exact render of the spec: boxes (and html frames)
             img, shot = dom.image(), f"frames/{scene.scene_id}-0.png"
@@ -138,13 +162,18 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                 (out / shot).write_bytes(dom.png)
             history: list[str] = []
             tainted = False  # a rejected step: the rest of the trajectory builds on a frame we did not keep
-            for k, (action, consequence) in enumerate(steps):
+            for k, (action, consequence, intended) in enumerate(steps):
                 box = dom.box(action.target) if action.target and not generated else None
+                vlm_box = "grounder" in roles and action.kind in POINTING and (generated or k > 0)
+                if vlm_box:  # a generated frame: the VLM finds the target in its pixels
+                    box = vlm_ground(roles["grounder"], img, action, consequence)
                 to_box = dom.box(action.to) if action.to and not generated else None
                 reaches = dom.reachable if action.kind == "scroll" else dom.clickable  # a wheel acts on the container
                 why = None
                 if tainted:
                     why = "after_rejected_step"
+                elif vlm_box and box is None:
+                    why = "grounder_failed"
                 elif generated and action.kind == "drag" and action.to:
                     why = "no_grounding"  # a drop target cannot be found in generated pixels
                 elif not generated and action.kind in POINTING and (box is None or (action.to and to_box is None)):
@@ -171,7 +200,7 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                             why = _reject_html(action, nxt_scene, nxt_dom, img, nxt_img)
                     else:
                         mask = F.change_mask(img, nxt_img)
-                        by_mask = generated and action.kind in POINTING
+                        by_mask = generated and action.kind in POINTING and not vlm_box
                         if by_mask:  # grounded by where the edit changed the screen
                             box = F.mask_bbox(mask)
                         metrics = {"changed_px": int(mask.sum()), "change_bbox": F.mask_bbox(mask),
@@ -180,6 +209,12 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                                    "ssim_outside": round(F.ssim_outside(img, nxt_img, box), 4)}
                         if why is None:
                             why = _reject_diffusion(nxt_scene, nxt_img, mask, metrics, by_mask and box is None)
+                        if why is None and "judge" in roles:  # the VLM confirms the consequence
+                            verdict = vlm_judge(roles["judge"], img, nxt_img, consequence)
+                            metrics["judge"] = verdict
+                            why = None if verdict else ("judge_rejected" if verdict is False else "judge_unparsable")
+                if intended:
+                    metrics["intended"] = intended
                 record = {"instruction": task.instruction, "history": list(history), "screenshot": shot,
                           "action": to_pyautogui(action, box, to_box),
                           "action_computer13": to_computer13(action, box, to_box),
@@ -191,10 +226,12 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                           "platform": scene.platform, "screen": [scene.width, scene.height],
                           "task": task.template, "feasible": task.feasible,
                           "metrics": metrics,
-                          "provenance": {"backend": backend, "planner": "template", "seed": seed,
+                          "provenance": {"backend": backend, "planner": models.planner or "template",
+                                         "tasks": models.tasks or "template", "seed": seed,
                                          "scene_seed": scene_seed, "verified": why is None and dw is None,
                                          "initial_frame": "text2image" if generated else "html",
-                                         "grounding": "change_mask" if generated else "dom",
+                                         "grounding": "vlm" if vlm_box else ("change_mask" if generated else "dom"),
+                                         **({"judge": models.judge} if models.judge and dw else {}),
                                          **({"pipeline": dw.cfg.pipeline, "model": dw.cfg.model_path} if dw else {}),
                                          **({"t2i_pipeline": dw.cfg.t2i_pipeline, "t2i_model": dw.cfg.t2i_model_path}
                                             if generated else {})}}
@@ -217,18 +254,31 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                     fr.write(json.dumps({**record, "reason": why}) + "\n")
                 history.append(action.describe())
                 scene, dom, img, shot = nxt_scene, nxt_dom, nxt_img, nxt_shot
-            if dw is not None and kept == 0 and scenes >= max(20, n):
+            if (dw is not None or models.planner) and kept == 0 and scenes >= max(20, n):
                 break  # a world model whose every step is rejected: stop and report, never loop forever
     wall = time.perf_counter() - t0
     total = kept + sum(reasons.values())
+    for p in {id(p): p for p in roles.values()}.values():  # each loaded model once
+        p.close()
     report = {"backend": backend, "seed": seed, "scenes": scenes, "steps": total, "kept": kept,
               "kept_fraction": kept / max(1, total), "rejected": dict(reasons), "tasks": dict(tasks),
+              "plans_rejected": dict(plan_rejected), "models": {k: v for k, v in vars(models).items() if v},
               "wall_s": round(wall, 2), "steps_per_min": round(60 * total / max(wall, 1e-9), 1)}
     (out / "report.json").write_text(json.dumps(report, indent=2))
     from worldgen.viewer import write_viewer
 
     write_viewer(out)
     return report
+
+
+def _policies(models: ModelRoles) -> dict:
+    """One policy per distinct spec (a model that plans and judges is loaded once)."""
+    from vagen.policy import make_policy
+
+    built: dict[str, object] = {}
+    for spec in {v for v in vars(models).values() if v}:
+        built[spec] = make_policy(spec)
+    return {role: built[spec] for role, spec in vars(models).items() if spec}
 
 
 def _reject_html(action, scene, dom: Frame, before, img) -> str | None:

@@ -23,8 +23,10 @@ def write_viewer(out: str | Path, max_trajectories: int = 200) -> Path:
                 r["_kept"] = kept
                 rows.append(r)
     by_scene: dict[str, list[dict]] = {}
+    plans = [r for r in rows if r.get("step") is None]  # a model's task/plan rejected before any frame
     for r in rows:
-        by_scene.setdefault(r["scene_id"], []).append(r)
+        if r.get("step") is not None:
+            by_scene.setdefault(r["scene_id"], []).append(r)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>vagen synth</title><style>",
              "body{font-family:sans-serif;margin:16px;background:#fafafa} .traj{margin:18px 0;padding:10px;",
@@ -52,6 +54,11 @@ def write_viewer(out: str | Path, max_trajectories: int = 200) -> Path:
                          f"<div><code>{escape(r['action'])}</code></div><div>&rarr; {escape(r['consequence'])}</div>"
                          "</div>")
         parts.append("</div></div>")
+    if plans:
+        parts.append("<h2>Plans rejected before rendering</h2><ul>")
+        parts += [f"<li>{escape(r['scene_id'])}: <span class='rej'>{escape(r['reason'])}</span> "
+                  f"{escape(r.get('detail', ''))}</li>" for r in plans[:max_trajectories]]
+        parts.append("</ul>")
     parts.append("</body></html>")
     page = out / "index.html"
     page.write_text("".join(parts))

@@ -120,3 +120,50 @@ def test_vagen_synth_gui_text_to_image_first_frames_ground_by_the_change_mask(tm
         assert Image.open(out / r["screenshot"]).size == tuple(r["screen"])
         if r.get("reason") not in (None, "after_rejected_step") and r["action_kind"] in ("click", "double_click"):
             assert r["bbox"] == r["metrics"]["change_bbox"]  # the box is where the edit changed the screen
+
+
+def test_vlm_grounder_and_judge_answers_are_parsed_and_checked():
+    from vagen.policy.scripted import ScriptedPolicy
+    from worldgen.actions import Action
+    from worldgen.llm import vlm_ground, vlm_judge
+
+    img = Image.new("RGB", (320, 200), (200, 200, 200))
+    act = Action(kind="click", target="w0.close")
+    ask = lambda answer: ScriptedPolicy(lambda chat: answer)  # noqa: E731
+    assert vlm_ground(ask("The box is [10, 20, 30, 40]."), img, act, "it closes") == (10, 20, 30, 40)
+    for bad in ("[300, 20, 30, 40]", "[1, 2, 3]", "somewhere top left", "[0, 0, 1, 1]"):
+        assert vlm_ground(ask(bad), img, act, "it closes") is None  # off the frame, malformed, prose, degenerate
+    assert vlm_judge(ask("Yes, it closed."), img, img, "it closes") is True
+    assert vlm_judge(ask("no"), img, img, "it closes") is False
+    assert vlm_judge(ask("maybe?"), img, img, "it closes") is None
+    seen = []
+    vlm_judge(ScriptedPolicy(lambda chat: seen.append(chat) or "yes"), img, img, "x")
+    parts = seen[0][-1]["content"]
+    assert [p["type"] for p in parts] == ["image", "image", "text"]  # before, after, question
+    from vagen.policy import make_policy
+
+    with make_policy("tiny", device="cpu") as vlm:  # a real (random) VLM through the hf backend: images in, no crash
+        box = vlm_ground(vlm, img, act, "it closes")
+        assert box is None or (box[0] + box[2] <= 320 and box[1] + box[3] <= 200)
+        assert vlm_judge(vlm, img, img, "it closes") in (True, False, None)
+
+
+@pytest.mark.desktop
+@pytest.mark.slow
+@pytest.mark.parametrize("judge, reason", [("no_judge", "judge_rejected"), ("yes_judge", None)])
+def test_the_judge_decides_edits_the_pixel_filters_pass(tmp_path, monkeypatch, judge, reason):
+    """The tiny random pipeline's edits never pass the pixel filters, so here they are made to
+    (a test seam on ``_reject_diffusion``) and the judge alone decides."""
+    import worldgen.synth as S
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    monkeypatch.setattr(S, "_reject_diffusion", lambda *a, **k: None)
+    spec = f"scripted:tests.worldgen.llm_fixtures:{judge}"
+    report = S.synth(3, tmp_path, seed=2, backend="diffusion", infeasible_p=0.0,
+                     diffusion=DiffusionConfig(size=64, steps=2, device="cpu"), models=S.ModelRoles(judge=spec))
+    rows = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    edits = [r for r in rows if r["action_kind"] not in ("done", "fail", "wait")]
+    if reason:
+        assert report["rejected"].get(reason, 0) >= 1 and not edits
+    else:
+        assert edits and all(r["metrics"]["judge"] is True and r["provenance"]["judge"] == spec for r in edits)

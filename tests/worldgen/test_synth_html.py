@@ -155,3 +155,44 @@ def test_scroll_drag_context_menu_and_hotkey_transitions_render_exactly(template
             assert _reject_html(action, nxt, nframe, frame.image(), nframe.image()) is None, (template, action)
             s, frame = nxt, nframe
     assert task.goal(s)
+
+
+def test_llm_planner_plans_are_checked_by_simulation_and_the_dom(tmp_path):
+    """A planner model through a policy spec: a right one's plans are kept and DOM-verified like
+    the templates'; a sloppy one's are rejected with the reason (unknown element, no end,
+    no JSON); the tiny random model's garbage never crashes a run (every plan rejected)."""
+    import os
+
+    fx = "scripted:tests.worldgen.llm_fixtures"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}  # the fixtures' package
+    good = tmp_path / "good"
+    proc = subprocess.run([VAGEN, "synth", "gui", "--n", "8", "--seed", "9", "--planner-model",
+                           f"{fx}:reference_planner", "--out", str(good)], capture_output=True, text=True, timeout=500, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["kept"] >= 8 and report["plans_rejected"] == {}
+    rows = [json.loads(x) for x in (good / "samples.jsonl").read_text().splitlines()]
+    assert all(r["provenance"]["planner"] == f"{fx}:reference_planner" for r in rows)
+    assert any(r["metrics"].get("intended") == r["consequence"] for r in rows)
+
+    sloppy = tmp_path / "sloppy"
+    proc = subprocess.run([VAGEN, "synth", "gui", "--n", "2", "--seed", "9", "--planner-model",
+                           f"{fx}:sloppy_planner", "--out", str(sloppy)], capture_output=True, text=True, timeout=500, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["kept"] == 0 and set(report["plans_rejected"]) == {"plan_unknown_target", "plan_unfinished",
+                                                                     "plan_unparsable"}
+    assert sum(report["plans_rejected"].values()) == report["scenes"] >= 20  # gave up after 20 scenes, reported
+    rejected = [json.loads(x) for x in (sloppy / "rejected.jsonl").read_text().splitlines()]
+    assert all(r["step"] is None and r["reason"].startswith("plan_") for r in rejected)
+
+    tiny = tmp_path / "tiny"
+    proc = subprocess.run([VAGEN, "synth", "gui", "--n", "1", "--seed", "9", "--task-model", "tiny", "--planner-model",
+                           "tiny", "--out", str(tiny)], capture_output=True, text=True, timeout=500, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["kept"] == 0 and set(report["plans_rejected"]) <= {"task_unparsable", "plan_unparsable",
+                                                                     "plan_invalid_action", "plan_unfinished"}
+    bad = subprocess.run([VAGEN, "synth", "gui", "--n", "1", "--judge-model", "tiny", "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "diffusion" in bad.stderr
