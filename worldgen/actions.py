@@ -184,6 +184,9 @@ def apply_action(scene: Scene, action: Action) -> tuple[Scene, str]:
     t = action.target or ""
     head, _, rest = t.partition(".")
     modal = {d.window for d in s.dialogs}
+    if action.kind == "wait" and s.toasts:  # notifications time out
+        t = s.toasts.pop(0)
+        return s, f"the {t.text!r} notification disappears"
     if action.kind in ("wait", "done", "fail"):
         raise NoEffect(f"{action.kind} changes nothing on screen")
     if action.kind in ("key", "hotkey"):

@@ -185,7 +185,7 @@ def synth(n: int, out: str | Path, seed: int = 0, backend: str = "html", dist: S
                     why = "blank_frame"
                 nxt_scene, nxt_dom, nxt_img, nxt_shot = scene, dom, img, shot
                 metrics: dict = {}
-                if action.kind not in ("done", "fail", "wait"):
+                if action.kind not in ("done", "fail"):  # (a planned wait has an effect: a toast times out)
                     nxt_scene, _ = apply_action(scene, action)
                     nxt_dom = world.capture(nxt_scene)
                     nxt_shot = f"frames/{scene.scene_id}-{k + 1}.png"
@@ -326,6 +326,8 @@ def _dom_confirms(action, scene, frame: Frame) -> bool:
     if ("menu" in frame.boxes) != (scene.menu is not None):
         return False
     if {k.split(".", 1)[1] for k in frame.boxes if k.startswith("desktop.")} != {i.name for i in scene.desktop}:
+        return False
+    if sum(k.startswith("toast.") for k in frame.boxes) != len(scene.toasts):
         return False
     head = (action.target or "").split(".")[0]
     w = scene.window(head) if head.startswith("w") else None

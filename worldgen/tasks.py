@@ -4,7 +4,7 @@
 window to close, minimise or drag to a corner, a folder to open, text to type, a cell to
 fill — scrolling the sheet first when the row is below the view —, a dialog to answer, a
 file to drag into a folder, a desktop icon to trash through its context menu, a document to
-save with the keyboard shortcut) or, with probability ``infeasible_p``, an infeasible one (a
+save with the keyboard shortcut, a dialog to answer with Enter, a notification to wait out) or, with probability ``infeasible_p``, an infeasible one (a
 folder, tab or setting that is not there: the right plan is ``fail``). :func:`plan` turns a task into atomic
 actions with their intended consequences, first clearing what stands in the way (an open
 dialog is answered, a covered or minimised window is brought to the front). Plans are
@@ -207,9 +207,20 @@ def _dialog(scene, rng):
         return None
     d = scene.dialogs[-1]
     button = d.buttons[-1]
+    if rng.random() < 0.3:  # the keyboard way: Enter presses the primary (last) button
+        return Task(f"Answer the '{d.title}' dialog with {button} using the keyboard", "dialog_key", True, d.window,
+                    [Action(kind="key", keys=["enter"])], lambda s, did=d.id: all(x.id != did for x in s.dialogs))
     return Task(f"Answer the '{d.title}' dialog with {button}", "dialog", True, d.window,
                 [Action(kind="click", target=f"{d.id}.button.{button}")],
                 lambda s, did=d.id: all(x.id != did for x in s.dialogs))
+
+
+def _wait_toast(scene, rng):
+    if not scene.toasts:
+        return None
+    text = scene.toasts[0].text
+    return Task(f"Wait until the '{text}' notification is gone", "wait_toast", True, None,
+                [Action(kind="wait")], lambda s, t=text: all(x.text != t for x in s.toasts))
 
 
 def _infeasible(scene: Scene, rng: random.Random) -> Task:
@@ -225,7 +236,7 @@ def make_task(scene: Scene, rng: random.Random, infeasible_p: float = 0.05) -> T
         return _infeasible(scene, rng)
     makers: list[Callable[[Scene, random.Random], Task | None]] = [
         _setting, _tab, _close, _minimize, _open_folder, _type_text, _cell, _dialog, _restore, _scroll_cell,
-        _move_window, _move_file, _trash_icon, _save_as]
+        _move_window, _move_file, _trash_icon, _save_as, _wait_toast]
     rng.shuffle(makers)
     generic = [m for m in makers if m in (_close, _minimize, _move_window)]
     specific = [m for m in makers if m not in generic]

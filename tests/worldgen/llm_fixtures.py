@@ -16,7 +16,7 @@ from worldgen import tasks as T
 from worldgen.scene import Scene
 
 MAKERS = [T._setting, T._tab, T._close, T._minimize, T._open_folder, T._type_text, T._cell, T._dialog, T._restore,
-          T._scroll_cell, T._move_window, T._move_file, T._trash_icon, T._save_as]
+          T._scroll_cell, T._move_window, T._move_file, T._trash_icon, T._save_as, T._wait_toast]
 
 
 def _prompt(chat) -> str:

@@ -64,7 +64,7 @@ def test_every_template_plan_reaches_its_goal_and_every_step_has_an_effect():
         assert task.goal(s)
         assert steps[-1][0].kind == ("done" if task.feasible else "fail")
     assert {"setting", "tab", "close", "minimize", "open_folder", "type_text", "cell", "dialog", "scroll_cell",
-            "move_window", "move_file", "trash_icon", "save_as"} <= templates
+            "move_window", "move_file", "trash_icon", "save_as", "dialog_key", "wait_toast"} <= templates
     assert any(t.startswith("infeasible_") for t in templates)
 
 

@@ -60,7 +60,7 @@ def test_vagen_synth_gui_html_writes_grounded_verified_steps(tmp_path):
                     bx, by, bw, bh = r["bbox"]
                     assert bx <= x < bx + bw and by <= y < by + bh
                     checked += 1
-                if action.kind not in ("done", "fail", "wait"):
+                if action.kind not in ("done", "fail"):
                     scene, said = apply_action(scene, action)
                     assert said == r["consequence"]
     assert checked >= 10
@@ -111,9 +111,9 @@ def _png_uniform(w: int, h: int) -> bytes:
 
 
 def _scene_for_every_new_kind() -> Scene:
-    from worldgen.scene import FileItem
+    from worldgen.scene import FileItem, Toast
 
-    return Scene(scene_id="kinds", platform="ubuntu", focused="w2",
+    return Scene(scene_id="kinds", platform="ubuntu", focused="w2", toasts=[Toast(text="Download complete")],
                  desktop=[DesktopIcon(name="Music"), DesktopIcon(name="Notes", kind="file")],
                  windows=[Window(id="w0", app="spreadsheet", title="Calc", x=700, y=60, w=560, h=520,
                                  cells={"A1": "1", "A20": "20"}, selected_cell="A1"),
@@ -123,7 +123,8 @@ def _scene_for_every_new_kind() -> Scene:
                                  text="hi")])
 
 
-@pytest.mark.parametrize("template", ["scroll_cell", "move_window", "move_file", "trash_icon", "save_as"])
+@pytest.mark.parametrize("template", ["scroll_cell", "move_window", "move_file", "trash_icon", "save_as",
+                                      "wait_toast"])
 def test_scroll_drag_context_menu_and_hotkey_transitions_render_exactly(template):
     """Each new action kind, planned on a fixed scene: the target (and a drag's drop target) is
     reached at its box centre in Chromium, the next frame differs and its DOM shows the planned
@@ -135,12 +136,12 @@ def test_scroll_drag_context_menu_and_hotkey_transitions_render_exactly(template
 
     scene = _scene_for_every_new_kind()
     make = {"scroll_cell": T._scroll_cell, "move_window": T._move_window, "move_file": T._move_file,
-            "trash_icon": T._trash_icon, "save_as": T._save_as}[template]
+            "trash_icon": T._trash_icon, "save_as": T._save_as, "wait_toast": T._wait_toast}[template]
     task = next(t for seed in range(50) if (t := make(scene, random.Random(seed))) is not None)
     steps = T.plan(scene, task)
     kinds = [a.kind for a, _ in steps]
     assert {"scroll_cell": "scroll", "move_window": "drag", "move_file": "drag", "trash_icon": "right_click",
-            "save_as": "hotkey"}[template] in kinds
+            "save_as": "hotkey", "wait_toast": "wait"}[template] in kinds
     with HtmlWorld() as world:
         s, frame = scene, world.capture(scene)
         for action, consequence in steps[:-1]:
