@@ -53,5 +53,7 @@ register("miniwob", "envs.web.env:MiniWoBEnv",
          "MiniWoB++ web tasks (every page of the miniwob package) in Playwright-driven Chromium; element-id actions")
 register("web", "envs.web.env:CustomWebEnv",
          "custom web tasks (setup/validate registry; bundled local Acme shop) or start_url + goal + validator")
+register("replay", "envs.replay.env:ReplayEnv",
+         "replay of expert GUI trajectories (vagen synth / vagen eval output) with action matching: semi-online RL")
 register("latency", "envs.latency:LatencyEnv",
          "any env with GUI-like random reset/step delays (async-rollout benchmarks and tests)")

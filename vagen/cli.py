@@ -106,7 +106,8 @@ def _eval_config(suite: str, config: str | None, overrides: list[str]):
     from vagen.config.loader import list_presets
     from vagen.config.schema import TrainConfig
 
-    name = config or (f"train/{suite}" if f"train/{suite}" in list_presets() else None)
+    preset = {"replay": "train/semi-online"}.get(suite, f"train/{suite}")  # suites whose preset has another name
+    name = config or (preset if preset in list_presets() else None)
     try:
         if name is not None:
             return load_config(name, overrides)
@@ -306,6 +307,8 @@ def train(
 
     preset, rest = _split_preset(overrides or [])
     name = f"train/{env}-{preset}" if preset else f"train/{env}"
+    # `data=DIR` is shorthand for the replay env's data folder (vagen train semi-online data=DIR)
+    rest = [f"env.params.{o}" if o.startswith("data=") else o for o in rest]
     try:
         cfg = load_config(name, rest)
     except ConfigError as e:

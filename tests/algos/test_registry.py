@@ -23,5 +23,5 @@ def test_lookup():
     assert get_filter("starpo_s") is starpo_s
     with pytest.raises(ValueError, match="bilevel_gae, dr_grpo, gae, gigpo, grpo"):
         get_advantage("ppo")
-    with pytest.raises(ValueError, match="none, starpo_s, zero_variance"):
+    with pytest.raises(ValueError, match="none, starpo_s, uis1, zero_variance"):
         get_filter("top_k")

@@ -5,6 +5,8 @@
 - ``gae``: critic-based, multi-turn and mask-aware (GAE, turn-level GAE, Bi-Level GAE).
 - ``tokens``: put per-trajectory / per-turn values on tokens; masked whitening.
 - ``filters``: StarPO-S variance filtering, zero-variance group dropping.
+- ``semi_online``: UI-S1's step returns cut at mismatches, step/episode group advantages,
+  and its task filter (semi-online RL on replayed expert trajectories).
 - ``losses``: PPO clip (clip-higher, dual-clip), KL estimators k1/k2/k3, entropy,
   loss aggregation modes.
 - ``registry``: ``ADVANTAGES`` / ``FILTERS`` by name.
@@ -27,6 +29,7 @@ from vagen.algos.losses import (
     ppo_clip_loss,
 )
 from vagen.algos.registry import ADVANTAGE_LEVELS, ADVANTAGES, FILTERS, get_advantage, get_filter
+from vagen.algos.semi_online import cut_step_returns, semi_online_advantages, uis1_task_filter
 from vagen.algos.tokens import broadcast_to_tokens, masked_whiten
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "apply_kl_to_rewards",
     "bilevel_gae",
     "broadcast_to_tokens",
+    "cut_step_returns",
     "discounted_turn_returns",
     "dr_grpo",
     "drop_zero_variance",
@@ -55,6 +59,8 @@ __all__ = [
     "ppo_clip_loss",
     "reinforce_pp",
     "rloo",
+    "semi_online_advantages",
     "starpo_s",
     "turn_gae",
+    "uis1_task_filter",
 ]

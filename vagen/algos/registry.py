@@ -6,6 +6,7 @@ The advantage estimators do not share one signature; by input level:
     token       gae                                  (token_rewards, values, response_mask, ...)
     turn/token  turn_gae, bilevel_gae                (..., turn_index, ...) -> ([B, T], [B, T])
     turn        gigpo                                (scores, group_index, per-turn records) -> [M]
+    turn        semi_online                          (step returns, per-turn records, tasks, episode returns) -> [M]
 
 ``ADVANTAGE_LEVELS`` records that level so a trainer can tell what to feed each one (and
 whether it needs a critic: the token/turn-token ones do).
@@ -19,6 +20,7 @@ from typing import Any
 from vagen.algos.filters import drop_zero_variance, keep_all, starpo_s
 from vagen.algos.gae import bilevel_gae, gae, turn_gae
 from vagen.algos.group_advantages import dr_grpo, gigpo, grpo, reinforce_pp, rloo
+from vagen.algos.semi_online import semi_online_advantages, uis1_task_filter
 
 ADVANTAGES: dict[str, Callable[..., Any]] = {
     "grpo": grpo,
@@ -29,6 +31,7 @@ ADVANTAGES: dict[str, Callable[..., Any]] = {
     "turn_gae": turn_gae,
     "bilevel_gae": bilevel_gae,
     "gigpo": gigpo,
+    "semi_online": semi_online_advantages,
 }
 
 ADVANTAGE_LEVELS: dict[str, str] = {
@@ -40,12 +43,14 @@ ADVANTAGE_LEVELS: dict[str, str] = {
     "turn_gae": "turn-token",
     "bilevel_gae": "turn-token",
     "gigpo": "turn",
+    "semi_online": "turn",
 }
 
 FILTERS: dict[str, Callable[..., Any]] = {
     "none": keep_all,
     "starpo_s": starpo_s,
     "zero_variance": drop_zero_variance,
+    "uis1": uis1_task_filter,
 }
 
 

@@ -95,12 +95,15 @@ class RolloutConfig(Section):
     group_size: int = Field(4, ge=1)
     max_turns: int = Field(5, ge=1)
     max_tokens_per_trajectory: int = Field(2048, ge=1)
+    #: Semi-online RL (env replay): how an env-patched turn appears in later history.
+    patch_mode: Literal["thought_free", "off_policy", "on_policy"] = "thought_free"
 
 
 class AlgoConfig(Section):
     """Advantage estimator, filtering and loss (see vagen/algos once it lands)."""
 
-    advantage: Literal["grpo", "rloo", "reinforce_pp", "gae", "turn_gae", "bilevel_gae", "gigpo"] = "grpo"
+    advantage: Literal["grpo", "rloo", "reinforce_pp", "gae", "turn_gae", "bilevel_gae", "gigpo",
+                       "semi_online"] = "grpo"
     norm_by_std: bool = True
     gamma: float = Field(1.0, ge=0.0, le=1.0)
     lam: float = Field(1.0, ge=0.0, le=1.0)
@@ -108,6 +111,11 @@ class AlgoConfig(Section):
     lam_token: float = Field(1.0, ge=0.0, le=1.0)
     gigpo_omega: float = Field(1.0, ge=0.0)
     gigpo_gamma: float = Field(0.95, ge=0.0, le=1.0)
+    # semi_online (UI-S1): R_t = r_t + gamma * matched_t * R_{t+1}; A = w_E A^E + w_S A^S
+    semi_online_gamma: float = Field(0.5, ge=0.0, le=1.0)
+    semi_online_step_weight: float = Field(1.0, ge=0.0)
+    semi_online_episode_weight: float = Field(1.0, ge=0.0)
+    uis1_min_std: float = Field(0.3, ge=0.0)  # filter=uis1: keep a task when std of its step-0 returns > this
     clip_ratio_low: float = Field(0.2, gt=0.0)
     clip_ratio_high: float = Field(0.28, gt=0.0)
     dual_clip: float | None = Field(None, gt=1.0)
@@ -123,7 +131,7 @@ class AlgoConfig(Section):
     entropy_coef: float = Field(0.0, ge=0.0)
     loss_agg: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = (
         "token-mean")
-    filter: Literal["none", "starpo_s", "zero_variance"] = "starpo_s"
+    filter: Literal["none", "starpo_s", "zero_variance", "uis1"] = "starpo_s"
     filter_mode: Literal["top_fraction", "top_p"] = "top_fraction"
     filter_keep_ratio: float = Field(0.25, gt=0.0, le=1.0)
     #: Per-turn samples: "trajectory" divides each turn's advantage by its trajectory's number

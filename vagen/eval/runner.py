@@ -6,6 +6,7 @@ Output folder (``--out DIR``)::
     DIR/results.jsonl            one object per finished episode (appended + fsynced as each ends)
     DIR/episodes/<suite>/<domain>/<task_id>[@seed]/
         result.txt               the score, as OSWorld writes it
+        task.json                {"instruction", "key"}: what the agent was asked (replayable episodes)
         traj.jsonl               {"step_num", "action_timestamp", "action", "response", "reward", "done",
                                   "info", "screenshot_file"} per step (OSWorld's layout)
         step_<n>_<timestamp>.png the observation after step n (step_0: after reset)
@@ -43,6 +44,16 @@ from vagen.eval.suites import Episode, manifest
 
 log = logging.getLogger("vagen.eval")
 STATUSES = ("ok", "agent_error", "infra_error")
+
+
+def _instruction(env, obs: dict) -> str:
+    """The task statement: the env's ``instruction`` / ``goal`` / its task's, else the first observation text."""
+    inner = getattr(env, "unwrapped", env)
+    for v in (getattr(inner, "instruction", None), getattr(inner, "goal", None),
+              getattr(getattr(inner, "task", None), "instruction", None)):
+        if isinstance(v, str) and v:
+            return v
+    return str(obs.get("text", ""))
 
 
 class EvalError(ValueError):
@@ -194,6 +205,8 @@ class EvalRun:
         import inspect
 
         p = dict(self.s.env_params)
+        if self.s.suite == "replay":
+            p["patch_budget"] = 0  # SOP: the model's own history, stop at the first mismatch
         accepted = set().union(*(inspect.signature(c.__init__).parameters for c in self.env_cls.__mro__
                                  if "__init__" in c.__dict__ and c is not object))
         p["max_steps" if "max_steps" in accepted else "max_turns"] = self.s.max_steps
@@ -345,6 +358,7 @@ class EvalRun:
         t0 = time.perf_counter()
         obs, info = env.reset(**ep.reset_args())
         self._save_image(d, 0, obs)
+        (d / "task.json").write_text(json.dumps({"instruction": _instruction(env, obs), "key": ep.key}))
         turns: list[tuple[dict, str]] = []
         total, tokens, steps, score, success = 0.0, 0, 0, 0.0, False
         traj = open(d / "traj.jsonl", "w")

@@ -4,7 +4,9 @@ A suite is a registered env name. ``osworld`` plays tasks (the bundled ``osworld
 a folder of OSWorld task files), one episode per task (per seed when seeds are given);
 ``miniwob`` plays every task page of the package (or ``env.params.tasks``; ``--domains``
 picks tasks) at each seed (default 0); ``web`` plays every registered custom web task (or
-``env.params.tasks``) at each seed (default 0, 1, 2); every other env plays one episode per seed. The manifest is fixed before the first
+``env.params.tasks``) at each seed (default 0, 1, 2); ``replay`` plays every expert trajectory of
+``env.params.data`` once, without patches (``patch_budget`` 0): UI-S1's SOP metric, score =
+progress (steps matched before the first mismatch / steps); every other env plays one episode per seed. The manifest is fixed before the first
 episode and written to ``run.json``: it is the denominator of every rate, so an episode
 that crashed counts as an error, never as missing.
 """
@@ -84,6 +86,15 @@ def manifest(suite: str, env_params: dict[str, Any], seeds: list[int] | None = N
         if domains:
             names = [n for n in names if n in domains]
         eps = [Episode(suite, n, n, s) for n in names for s in (seeds or [0, 1, 2])]
+    elif suite == "replay":  # one episode per expert trajectory; the score is SOP progress
+        from envs.replay.data import load_trajectories
+
+        if not env_params.get("data"):
+            raise ValueError("suite replay needs env.params.data=DIR (vagen synth or vagen eval output)")
+        trajs = load_trajectories(env_params["data"], env_params.get("complete_only", True),
+                                  env_params.get("success_only", True), env_params.get("split", "all"),
+                                  env_params.get("test_fraction", 0.2))
+        eps = [Episode(suite, t.id, t.domain, None) for t in trajs if not domains or t.domain in domains]
     else:
         if domains:
             raise ValueError(f"suite {suite!r} has no domains; --domains applies to task suites (osworld)")

@@ -111,6 +111,19 @@ class AgentEnv(gym.Wrapper):
         return {"role": "user", "content": builder.observation_to_content(text, obs["images"]),
                 "oracle_context": self._context(self.state or {})}
 
+    # -- semi-online patches (envs.replay) -------------------------------------------------
+    def patch_response(self, action: str, thought: str = "") -> str:
+        """A response in this agent's format that takes ``action`` (the expert's), with
+        ``thought`` as its reasoning (empty: thought-free)."""
+        return self.fmt.render(answer=action, think=thought, observation="", reasoning=thought, prediction="")
+
+    def patch_hint(self, action: str) -> str:
+        """ChatML appended to the turn's context (which ends with the assistant header): an
+        empty answer, then a user turn asking for a reasoning behind the expert's ``action``,
+        then the assistant's ``<think>`` (on-policy-thought patches)."""
+        return (f"<|im_end|>\n<|im_start|>user\nHint: the correct action here is {action}. Explain briefly why, "
+                "inside <think></think>.<|im_end|>\n<|im_start|>assistant\n<think>")
+
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

@@ -123,7 +123,7 @@ class ContextBuilder:
                 images += t.images
             else:
                 ids += t.text_user_ids if t.text_user_ids is not None else t.user_ids
-            ids += t.response_ids + t.close_ids
+            ids += t.history_ids if t.history_ids is not None else t.response_ids + t.close_ids
         return ids, images
 
     # -- training samples -------------------------------------------------------------------
@@ -143,6 +143,9 @@ class ContextBuilder:
         """One sample for the whole trajectory (valid when every turn saw full history)."""
         if self.history != "full" or self.max_images is not None:
             raise ValueError("concat-trajectory samples need history=full and no image cap; use per-turn samples")
+        if any(t.history_ids is not None for t in traj.turns):
+            raise ValueError("a patched trajectory (semi-online RL) is not one sequence the policy saw; "
+                             "use per-turn samples (trainer.sample_mode=turn)")
         ids, mask, lps, turn_idx, images = [], [], [], [], []
 
         def add(seg: list[int], loss: bool, turn: int = -1, logprobs: list[float] | None = None) -> None:

@@ -36,6 +36,11 @@ class RolloutLimits:
     max_turns: int = 5
     max_tokens_per_trajectory: int = 2048
     max_context_tokens: int = 8192
+    #: Semi-online RL: how a turn the env patched (``info["patch"]``: the expert's action)
+    #: appears in later turns' history — ``thought_free`` (the expert action, empty
+    #: reasoning), ``off_policy`` (with the expert's stored thought), ``on_policy`` (with a
+    #: reasoning the current policy writes given the expert action as a hint).
+    patch_mode: str = "thought_free"
 
 
 class RolloutManager:
@@ -121,6 +126,8 @@ class RolloutManager:
                                 text=self.builder.tokenizer.decode(g.token_ids[:budget], skip_special_tokens=True))
                     trajs[i].end_reason = "token_budget"
                 segments[i] = (*segments[i], g)
+            ready_ctx = dict(ready)
+            patches: list[tuple[int, dict, Any]] = []
             te = time.perf_counter()
             steps = await asyncio.gather(*(self._call(envs[i].step, segments[i][4].text) for i, _ in ready),
                                          return_exceptions=True)
@@ -143,15 +150,43 @@ class RolloutManager:
                     action_effective=bool(info["action_effective"]), format_ok=bool(info.get("format_ok")),
                     close_ids=self.builder.close_ids(g.token_ids), text_user_ids=text_ids,
                     metrics={k: float(v) for k, v in info.get("metrics", {}).items()}))
+                if info.get("patch"):
+                    patches.append((i, info["patch"], ready_ctx[i]))
                 trajs[i].success = bool(info["success"])
                 if terminated or truncated:
                     self._end(trajs[i], "success" if info["success"] else ("terminated" if terminated else "truncated"))
                 elif trajs[i].end_reason == "token_budget":
                     self._end(trajs[i], "token_budget")
+            if patches:
+                tg = time.perf_counter()
+                await self._patch(envs, trajs, patches, policy, turn_sampling)
+                gen_time += time.perf_counter() - tg
         for t in trajs:
             if not t.done:
                 self._end(t, "max_turns")
         return trajs, self._metrics(trajs, time.perf_counter() - t0, gen_time, env_time)
+
+    async def _patch(self, envs, trajs: list[Trajectory], patches: list[tuple[int, dict, Any]], policy,
+                     sampling: SamplingParams) -> None:
+        """Replace each patched turn's history entry with the expert action, in the
+        configured ``patch_mode``; the turn's own sample keeps the model's response."""
+        mode = self.limits.patch_mode
+        thoughts = {i: (p.get("thought") or "") if mode == "off_policy" else "" for i, p, _ in patches}
+        if mode == "on_policy":  # one batched generation: a reasoning for the expert's action
+            hints = []
+            for i, p, ctx in patches:
+                hint = self.builder.text_ids(envs[i].patch_hint(p["action"]))
+                hints.append(type(ctx)(list(ctx.input_ids) + hint, list(ctx.images)))
+            gens = await self._call(policy.generate_ids, hints, replace(sampling, max_tokens=min(sampling.max_tokens, 256)))
+            thoughts = {i: g.text.split("</think>")[0].replace("<think>", "").strip()
+                        for (i, _, _), g in zip(patches, gens, strict=True)}
+        for i, p, _ in patches:
+            text = envs[i].patch_response(p["action"], thoughts[i])
+            turn = trajs[i].turns[-1]
+            ids = self.builder.text_ids(text)
+            turn.history_ids = ids + self.builder.close_ids(ids)
+            turn.patch_text = text
+            turn.metrics["patched"] = 1.0
 
     @staticmethod
     def _end(traj: Trajectory, reason: str) -> None:

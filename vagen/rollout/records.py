@@ -39,6 +39,11 @@ class TurnRecord:
     format_ok: bool = False
     close_ids: list[int] = field(default_factory=list)  # template tokens after the response (no loss)
     text_user_ids: list[int] | None = None  # the user segment with images replaced by text (history caps)
+    #: What later turns see of this turn's answer when a patch replaced it (semi-online RL:
+    #: the expert's action; ends with the template close). None: the response itself. The
+    #: turn's own training sample always uses ``response_ids`` — never expert tokens.
+    history_ids: list[int] | None = None
+    patch_text: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
     @property

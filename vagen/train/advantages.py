@@ -47,6 +47,8 @@ def compute_advantages(algo, trajs: list[Trajectory], samples: list[Sample],
         return out, None, {"adv/mean": float(adv.mean()), "adv/std": float(adv.std()) if len(adv) > 1 else 0.0}
     if name == "gigpo":
         return _gigpo(algo, trajs, samples, index)
+    if name == "semi_online":
+        return _semi_online(algo, trajs, samples, index)
     if name in GAE_ESTIMATORS:
         if values is None:
             raise ValueError(f"{name} needs critic values")
@@ -74,6 +76,47 @@ def _gigpo(algo, trajs, samples, index):
         j = index[id(s.traj)]
         out.append([adv[pos[(j, ti)]] if m else 0.0 for m, ti in zip(s.loss_mask, s.turn_index, strict=True)])
     return out, None, {"adv/mean": sum(adv) / max(len(adv), 1)}
+
+
+def _turn_records(trajs):
+    """Flat per-turn records: reward, trajectory index, turn number, matched; and each
+    (trajectory, turn)'s position in them."""
+    rewards, traj_index, turn_number, matched, pos = [], [], [], [], {}
+    for j, t in enumerate(trajs):
+        for u in t.turns:
+            pos[(j, u.turn)] = len(rewards)
+            rewards.append(u.reward)
+            traj_index.append(j)
+            turn_number.append(u.turn)
+            matched.append(u.action_effective)  # replay env: the action matched the expert's
+    return rewards, traj_index, turn_number, matched, pos
+
+
+def semi_online_step_returns(algo, trajs) -> tuple[list[float], dict]:
+    rewards, traj_index, turn_number, matched, pos = _turn_records(trajs)
+    if not rewards:
+        return [], pos
+    returns = algos.cut_step_returns(torch.tensor(rewards), torch.tensor(matched), torch.tensor(traj_index),
+                                     torch.tensor(turn_number), gamma=algo.semi_online_gamma)
+    return returns.tolist(), pos
+
+
+def _semi_online(algo, trajs, samples, index):
+    """UI-S1: step returns cut at mismatches, (task, step) and task groups (``vagen.algos.semi_online``)."""
+    returns, pos = semi_online_step_returns(algo, trajs)
+    _, traj_index, turn_number, _, _ = _turn_records(trajs)
+    episode = torch.tensor([t.total_reward for t in trajs], dtype=torch.float32)
+    tasks = torch.tensor([t.group_id for t in trajs])
+    adv, m = algos.semi_online_advantages(torch.tensor(returns), torch.tensor(traj_index), torch.tensor(turn_number),
+                                          tasks, episode, step_weight=algo.semi_online_step_weight,
+                                          episode_weight=algo.semi_online_episode_weight,
+                                          norm_by_std=algo.norm_by_std)
+    adv = adv.tolist()
+    out = []
+    for s in samples:
+        j = index[id(s.traj)]
+        out.append([adv[pos[(j, ti)]] if mk else 0.0 for mk, ti in zip(s.loss_mask, s.turn_index, strict=True)])
+    return out, None, {"adv/mean": sum(adv) / max(len(adv), 1), **m}
 
 
 def _gae_family(algo, trajs, samples, values, index):

@@ -32,7 +32,12 @@ from vagen.rollout.async_driver import AsyncRollouts
 from vagen.rollout.weight_sync import GatheredCopy, InProcessCopy, RemotePush, SharedWeights, VLLMLoad
 from vagen.train import checkpoint
 from vagen.train import distributed as D
-from vagen.train.advantages import compute_advantages, needs_critic, trajectory_scores
+from vagen.train.advantages import (
+    compute_advantages,
+    needs_critic,
+    semi_online_step_returns,
+    trajectory_scores,
+)
 from vagen.train.batch import collate
 from vagen.train.metrics import MetricsLogger
 from vagen.train.model import apply_lora, forward_logprobs, make_critic, make_reference
@@ -84,7 +89,8 @@ def rollout_side(cfg: TrainConfig, processor, parts: int = 1):
     def make_env():
         return AgentEnv(envs.make(cfg.env.name, **params), acfg)
 
-    return builder, make_env, pool, RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory)
+    return builder, make_env, pool, RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory,
+                                                  patch_mode=cfg.rollout.patch_mode)
 
 
 class RLTrainer:
@@ -281,6 +287,10 @@ class RLTrainer:
         scores, groups = trajectory_scores(trajs)
         if a.filter == "starpo_s":
             keep, m = algos.starpo_s(scores, groups, keep_ratio=a.filter_keep_ratio, mode=a.filter_mode)
+        elif a.filter == "uis1":  # UI-S1: tasks whose step-0 returns vary across the group
+            returns, pos = semi_online_step_returns(a, trajs)
+            r0 = torch.tensor([returns[pos[(j, t.turns[0].turn)]] for j, t in enumerate(trajs)])
+            keep, m = algos.uis1_task_filter(r0, groups, min_std=a.uis1_min_std)
         else:
             keep, m = algos.drop_zero_variance(scores, groups)
         kept = [tr for tr, k in zip(trajs, keep.tolist(), strict=True) if k]

@@ -1,0 +1,1 @@
+"""Replay of expert GUI trajectories for semi-online RL (``envs.make("replay", data=DIR)``)."""
