@@ -48,6 +48,7 @@ class ReplayConfig:
     image_size: int = 448
     coordinates: str = "screen"
     action_history: bool = True
+    expert_history: bool = False   # "Previous actions" always the expert's (offline RL / teacher forcing)
     complete_only: bool = True
     success_only: bool = True
     box_scale: float = 1.2
@@ -170,8 +171,8 @@ class ReplayEnv(VagenEnv):
             self.matched_prefix += 1
         patch = None
         stop = False
-        if matched:
-            self.history.append(text.strip()[:200])
+        if matched:  # the model's own action (or, teacher-forced, the expert's)
+            self.history.append((exp.action if c.expert_history else text.strip())[:200])
         else:
             self._first_miss = True
             if c.patch_budget == -1 or self.patches < c.patch_budget:

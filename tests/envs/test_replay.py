@@ -117,3 +117,14 @@ def test_vagen_eval_on_replay_is_the_sop_metric_and_its_output_replays(synth_dir
         _, _, term, _, info = env.step(st.action)
     assert term and info["success"]
     shutil.rmtree(out)
+
+
+def test_teacher_forced_history_is_the_experts(synth_dir):
+    env = envs.make("replay", data=str(synth_dir), patch_budget=-1, expert_history=True)
+    multi = next(i for i, t in enumerate(env.trajectories) if len(t.steps) >= 3)
+    env.reset(seed=multi)
+    first = env.traj.steps[0].action
+    obs, _, _, _, info = env.step(first.replace("(", "( ") if first.startswith("pyautogui") else first)  # same action
+    assert f"Previous actions: {first}" in obs["text"]
+    obs, _, _, _, info = env.step("pyautogui.write('zzz')")
+    assert f"{first}; {env.traj.steps[1].action}" in obs["text"] and info["patch"] is not None
