@@ -76,6 +76,7 @@ class ReplayEnv(VagenEnv):
     name = "replay"
     description = "Replay of expert GUI trajectories (vagen synth / vagen eval data): semi-online RL and SOP eval"
     action_grammar = "pyautogui code (or computer_13 JSON) for one step; DONE / FAIL / WAIT"
+    needs_data = True  # data=DIR: a vagen synth / vagen eval output folder
     state_schema = StateSchema(entities=(EntitySpec("target", "point", "T", ("target",), "the expert's target"),))
 
     def __init__(self, data: str = "", max_steps: int = 0, **cfg: Any) -> None:

@@ -120,13 +120,24 @@ def test_cli_show_misspelled_key_fails_naming_it():
 
 
 @pytest.mark.parametrize("name", sorted(n for n in list_presets() if n.startswith("train/")))
-def test_train_presets_build_their_env_when_registered(name):
+def test_train_presets_build_their_env_when_registered(name, tmp_path):
     import envs
 
     cfg = load_config(name)
     if cfg.env.name not in envs.list_envs():
         pytest.skip(f"env {cfg.env.name!r} is not registered yet")
-    env = envs.make(cfg.env.name, **cfg.env.params)  # validates the preset's env options
+    params = dict(cfg.env.params)
+    if getattr(envs.env_class(cfg.env.name), "needs_data", False):  # the user's data folder: make a small one
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        vagen = str(Path(sys.executable).with_name("vagen"))
+        r = subprocess.run([vagen, "synth", "gui", "--n", "4", "--out", str(tmp_path / "data")], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        params.update(data=str(tmp_path / "data"), split="all")
+    env = envs.make(cfg.env.name, **params)  # validates the preset's env options
     if getattr(env, "needs_sandbox", False) or getattr(env, "needs_browser", False):  # desktop/docker tiers
         env.close()
         return
