@@ -139,3 +139,10 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subpro
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vagen.cli"]
     return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=REPO)
+
+
+def synth_gui(out: Path, n: int, seed: int = 0) -> Path:
+    """A small `vagen synth gui --backend html` dataset (needs Chromium: desktop tier)."""
+    r = run_cli("synth", "gui", "--n", str(n), "--seed", str(seed), "--out", str(out), timeout=500)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out

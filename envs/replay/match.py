@@ -28,14 +28,13 @@ from typing import Literal
 from envs.osworld.actions import ActionParseError, parse_computer13, parse_pyautogui
 
 Level = Literal["exact", "type", "wrong", "unparsed"]
-KINDS = ("click", "double_click", "right_click", "move", "type", "key", "scroll", "drag", "wait", "done", "fail")
 KEY_ALIASES = {"control": "ctrl", "cmd": "command", "win": "super", "windows": "super", "return": "enter",
                "esc": "escape", "del": "delete", "option": "alt"}
 
 
 @dataclass(frozen=True)
 class StepAction:
-    kind: str
+    kind: str  # click, double_click, right_click, move, type, key, scroll, drag, wait, done, fail
     point: tuple[float, float] | None = None     # pixels of the image the action was given on
     end: tuple[float, float] | None = None       # drag: where it ends
     text: str | None = None
@@ -168,4 +167,4 @@ def match_level(pred: StepAction | None, expert: StepAction, *, pred_size: tuple
     return "exact" if ok else "type"
 
 
-__all__ = ["KINDS", "Level", "MatchConfig", "StepAction", "match_level", "point_matches", "step_action"]
+__all__ = ["Level", "MatchConfig", "StepAction", "match_level", "point_matches", "step_action"]

@@ -128,15 +128,9 @@ def test_train_presets_build_their_env_when_registered(name, tmp_path):
         pytest.skip(f"env {cfg.env.name!r} is not registered yet")
     params = dict(cfg.env.params)
     if getattr(envs.env_class(cfg.env.name), "needs_data", False):  # the user's data folder: make a small one
-        import subprocess
-        import sys
-        from pathlib import Path
+        from tests.conftest import synth_gui
 
-        vagen = str(Path(sys.executable).with_name("vagen"))
-        r = subprocess.run([vagen, "synth", "gui", "--n", "4", "--out", str(tmp_path / "data")], capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        params.update(data=str(tmp_path / "data"), split="all")
+        params.update(data=str(synth_gui(tmp_path / "data", 4)), split="all")
     env = envs.make(cfg.env.name, **params)  # validates the preset's env options
     if getattr(env, "needs_sandbox", False) or getattr(env, "needs_browser", False):  # desktop/docker tiers
         env.close()

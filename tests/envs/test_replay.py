@@ -13,6 +13,7 @@ import pytest
 
 import envs
 from envs.replay.data import ReplayDataError, load_trajectories
+from tests.conftest import synth_gui
 
 pytestmark = [pytest.mark.desktop, pytest.mark.timeout(600)]
 VAGEN = str(Path(sys.executable).with_name("vagen"))
@@ -20,11 +21,7 @@ VAGEN = str(Path(sys.executable).with_name("vagen"))
 
 @pytest.fixture(scope="module")
 def synth_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("replay") / "synth"
-    proc = subprocess.run([VAGEN, "synth", "gui", "--n", "30", "--seed", "11", "--out", str(out)],
-                          capture_output=True, text=True, timeout=500)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
+    return synth_gui(tmp_path_factory.mktemp("replay") / "synth", 30, seed=11)
 
 
 def test_expert_actions_replay_with_full_progress(synth_dir):

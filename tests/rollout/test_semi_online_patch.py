@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import synth_gui
 from vagen.config import load_config
 
 pytestmark = [pytest.mark.desktop, pytest.mark.timeout(900)]
@@ -21,10 +22,7 @@ VAGEN = str(Path(sys.executable).with_name("vagen"))
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    out = tmp_path_factory.mktemp("patch") / "synth"
-    proc = subprocess.run([VAGEN, "synth", "gui", "--n", "20", "--seed", "12", "--out", str(out)],
-                          capture_output=True, text=True, timeout=500)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = synth_gui(tmp_path_factory.mktemp("patch") / "synth", 20, seed=12)
     # give every step a stored thought (the off-policy variant replays it)
     rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     (out / "samples.jsonl").write_text("".join(json.dumps({**r, "thought": f"expert thought {r['step']}"}) + "\n"

@@ -123,12 +123,15 @@ def reinforce_pp(scores: Tensor, group_index: Tensor, eps: float = 1e-6) -> Tens
 
 @torch.no_grad()
 def discounted_turn_returns(
-    turn_rewards: Tensor, traj_index: Tensor, turn_number: Tensor, gamma: float, n_traj: int | None = None
+    turn_rewards: Tensor, traj_index: Tensor, turn_number: Tensor, gamma: float, n_traj: int | None = None,
+    continues: Tensor | None = None,
 ) -> Tensor:
     """Per-turn discounted return within each trajectory: ``R_t = r_t + gamma * R_{t+1}``.
 
     Turns are ordered by ``turn_number`` inside their trajectory ``traj_index``; the
     recursion runs once over the (small) number of turns, vectorised over trajectories.
+    ``continues`` (bool per record, default all True) cuts the sum after a turn:
+    ``R_t = r_t + gamma * c_t * R_{t+1}`` (semi-online RL cuts it at a mismatch).
     Returns ``[M]`` aligned with the input records.
     """
     turn_rewards = as_float(turn_rewards)
@@ -151,10 +154,15 @@ def discounted_turn_returns(
     present = torch.zeros(n_traj * n_turns, dtype=torch.bool, device=flat.device)
     present[flat] = True
     present = present.view(n_traj, n_turns)
+    cont = torch.ones_like(dense)
+    if continues is not None:
+        continues = torch.as_tensor(continues, dtype=torch.bool)
+        check_1d("continues", continues, m)
+        cont = cont.view(-1).index_put_((flat,), continues.to(dense.dtype)).view(n_traj, n_turns)
     returns = torch.zeros_like(dense)
     carry = dense.new_zeros(n_traj)
     for k in reversed(range(n_turns)):
-        ret_k = dense[:, k] + gamma * carry
+        ret_k = dense[:, k] + gamma * cont[:, k] * carry
         returns[:, k] = ret_k
         # A missing turn number is skipped: the next recorded turn counts as the next step.
         carry = torch.where(present[:, k], ret_k, carry)

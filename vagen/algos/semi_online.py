@@ -18,8 +18,8 @@ Advantages (UI-S1 §3.3, "semi-online policy optimisation"):
 
 A group with one member has no peers: its advantage is 0 (as ``grpo(singleton="zero")``).
 Group statistics are the shared ``vagen.algos.groups`` scatters (unbiased std, no Python loop
-per step record); the return recursion loops over step *positions* only, vectorised over
-trajectories.
+per step record); the return recursion is ``discounted_turn_returns`` (a loop over step
+*positions* only, vectorised over trajectories) with the sum cut at mismatches.
 
 :func:`uis1_task_filter` keeps a task only when the std of its step-0 returns across the
 group exceeds a threshold (0.3 in UI-S1): a task every rollout solves (or fails) alike
@@ -31,50 +31,21 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vagen.algos.group_advantages import grpo
+from vagen.algos.group_advantages import discounted_turn_returns, grpo
 from vagen.algos.groups import as_float, check_1d, dense_ids, stats_by_label
-
-
-def _dense(step_values: Tensor, traj_index: Tensor, step_number: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
-    m = step_values.shape[0]
-    check_1d("step values", step_values)
-    check_1d("traj_index", traj_index, m)
-    check_1d("step_number", step_number, m)
-    if int(traj_index.min()) < 0 or int(step_number.min()) < 0:
-        raise ValueError("traj_index and step_number must be >= 0")
-    n_traj, n_steps = int(traj_index.max()) + 1, int(step_number.max()) + 1
-    flat = traj_index * n_steps + step_number
-    if torch.bincount(flat, minlength=n_traj * n_steps).max() > 1:
-        raise ValueError("duplicate (traj_index, step_number) records")
-    return flat, torch.zeros(n_traj * n_steps, dtype=torch.bool).index_fill_(0, flat, True), n_traj, n_steps
 
 
 def cut_step_returns(step_rewards: Tensor, matched: Tensor, traj_index: Tensor, step_number: Tensor,
                      gamma: float = 0.5) -> Tensor:
-    """``R_t = r_t + gamma * m_t * R_{t+1}`` inside each trajectory (see the module docstring).
+    """``R_t = r_t + gamma * m_t * R_{t+1}`` inside each trajectory (see the module docstring):
+    ``discounted_turn_returns`` with the sum cut after every mismatched step.
 
     ``matched[i]``: step record ``i``'s action matched the expert's. Records are ordered by
     ``step_number`` within ``traj_index``; the last recorded step has ``R = r``. Returns ``[M]``.
     """
-    r = as_float(step_rewards)
-    if r.shape[0] == 0:
-        return r.clone()
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-    traj_index, step_number = torch.as_tensor(traj_index), torch.as_tensor(step_number)
-    matched = torch.as_tensor(matched, dtype=torch.bool)
-    check_1d("matched", matched, r.shape[0])
-    flat, present, n_traj, n_steps = _dense(r, traj_index, step_number)
-    dense_r = r.new_zeros(n_traj * n_steps).index_put_((flat,), r).view(n_traj, n_steps)
-    dense_m = torch.zeros(n_traj * n_steps, dtype=torch.bool).index_put_((flat,), matched).view(n_traj, n_steps)
-    present = present.view(n_traj, n_steps)
-    out = torch.zeros_like(dense_r)
-    carry = dense_r.new_zeros(n_traj)          # R_{t+1} of the next *recorded* step
-    for k in reversed(range(n_steps)):
-        ret = dense_r[:, k] + gamma * dense_m[:, k].to(r.dtype) * carry
-        out[:, k] = ret
-        carry = torch.where(present[:, k], ret, carry)
-    return out.view(-1)[flat]
+    return discounted_turn_returns(step_rewards, traj_index, step_number, gamma, continues=matched)
 
 
 def semi_online_advantages(step_returns: Tensor, traj_index: Tensor, step_number: Tensor, task_index: Tensor,

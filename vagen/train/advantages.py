@@ -1,7 +1,7 @@
 """From trajectories to per-token advantages: the glue between records and ``vagen.algos``.
 
 Group estimators (grpo, rloo, reinforce_pp) score whole trajectories; GiGPO scores
-turns; the GAE family runs on each trajectory's *response-token view* — its generated
+turns (as does semi_online, UI-S1); the GAE family runs on each trajectory's *response-token view* — its generated
 tokens in order, with the turn reward on each turn's last token and the critic's values —
 which is exactly mask-aware GAE over the concatenated trajectory (observation tokens
 skipped) whether the samples are per turn or per trajectory.
@@ -9,6 +9,7 @@ skipped) whether the samples are per turn or per trajectory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -56,67 +57,67 @@ def compute_advantages(algo, trajs: list[Trajectory], samples: list[Sample],
     raise ValueError(f"unknown advantage estimator {name!r}")
 
 
-def _gigpo(algo, trajs, samples, index):
-    scores, groups = trajectory_scores(trajs)
-    turn_rewards, traj_index, turn_number, keys, turn_groups = [], [], [], [], []
-    pos = {}
-    for j, t in enumerate(trajs):
-        for u in t.turns:
-            pos[(j, u.turn)] = len(turn_rewards)
-            turn_rewards.append(u.reward)
-            traj_index.append(j)
-            turn_number.append(u.turn)
-            keys.append(u.anchor_key)
-            turn_groups.append(t.group_id)
-    adv = algos.gigpo(scores, groups, torch.tensor(turn_rewards), torch.tensor(traj_index),
-                      torch.tensor(turn_number), keys, torch.tensor(turn_groups),
-                      omega=algo.gigpo_omega, gamma=algo.gigpo_gamma, norm_by_std=algo.norm_by_std).tolist()
+@dataclass
+class TurnRecords:
+    """Every turn of a batch as flat columns (one row per turn), for the turn-level estimators;
+    ``pos[(j, turn)]`` is the row of trajectory ``j``'s turn."""
+
+    rewards: torch.Tensor
+    traj_index: torch.Tensor
+    turn_number: torch.Tensor
+    matched: torch.Tensor          # the action took effect (replay env: it matched the expert's)
+    anchor_keys: list[str]
+    turn_groups: torch.Tensor      # the trajectory's group id
+    pos: dict[tuple[int, int], int]
+
+
+def turn_records(trajs: list[Trajectory]) -> TurnRecords:
+    rows = [(j, t, u) for j, t in enumerate(trajs) for u in t.turns]
+    return TurnRecords(rewards=torch.tensor([u.reward for _, _, u in rows], dtype=torch.float32),
+                       traj_index=torch.tensor([j for j, _, _ in rows], dtype=torch.long),
+                       turn_number=torch.tensor([u.turn for _, _, u in rows], dtype=torch.long),
+                       matched=torch.tensor([u.action_effective for _, _, u in rows], dtype=torch.bool),
+                       anchor_keys=[u.anchor_key for _, _, u in rows],
+                       turn_groups=torch.tensor([t.group_id for _, t, _ in rows], dtype=torch.long),
+                       pos={(j, u.turn): k for k, (j, _, u) in enumerate(rows)})
+
+
+def _on_tokens(adv: list[float], rec: TurnRecords, samples: list[Sample], index) -> list[list[float]]:
+    """Each response token gets its turn's advantage (0 elsewhere)."""
     out = []
     for s in samples:
         j = index[id(s.traj)]
-        out.append([adv[pos[(j, ti)]] if m else 0.0 for m, ti in zip(s.loss_mask, s.turn_index, strict=True)])
-    return out, None, {"adv/mean": sum(adv) / max(len(adv), 1)}
+        out.append([adv[rec.pos[(j, ti)]] if m else 0.0 for m, ti in zip(s.loss_mask, s.turn_index, strict=True)])
+    return out
 
 
-def _turn_records(trajs):
-    """Flat per-turn records: reward, trajectory index, turn number, matched; and each
-    (trajectory, turn)'s position in them."""
-    rewards, traj_index, turn_number, matched, pos = [], [], [], [], {}
-    for j, t in enumerate(trajs):
-        for u in t.turns:
-            pos[(j, u.turn)] = len(rewards)
-            rewards.append(u.reward)
-            traj_index.append(j)
-            turn_number.append(u.turn)
-            matched.append(u.action_effective)  # replay env: the action matched the expert's
-    return rewards, traj_index, turn_number, matched, pos
+def _gigpo(algo, trajs, samples, index):
+    scores, groups = trajectory_scores(trajs)
+    rec = turn_records(trajs)
+    adv = algos.gigpo(scores, groups, rec.rewards, rec.traj_index, rec.turn_number, rec.anchor_keys, rec.turn_groups,
+                      omega=algo.gigpo_omega, gamma=algo.gigpo_gamma, norm_by_std=algo.norm_by_std).tolist()
+    return _on_tokens(adv, rec, samples, index), None, {"adv/mean": sum(adv) / max(len(adv), 1)}
 
 
-def semi_online_step_returns(algo, trajs) -> tuple[list[float], dict]:
-    rewards, traj_index, turn_number, matched, pos = _turn_records(trajs)
-    if not rewards:
-        return [], pos
-    returns = algos.cut_step_returns(torch.tensor(rewards), torch.tensor(matched), torch.tensor(traj_index),
-                                     torch.tensor(turn_number), gamma=algo.semi_online_gamma)
-    return returns.tolist(), pos
+def semi_online_step_returns(algo, rec: TurnRecords) -> torch.Tensor:
+    """UI-S1 step returns (cut at mismatches) for every row of ``rec``."""
+    if not len(rec.rewards):
+        return rec.rewards.clone()
+    return algos.cut_step_returns(rec.rewards, rec.matched, rec.traj_index, rec.turn_number,
+                                  gamma=algo.semi_online_gamma)
 
 
 def _semi_online(algo, trajs, samples, index):
     """UI-S1: step returns cut at mismatches, (task, step) and task groups (``vagen.algos.semi_online``)."""
-    returns, pos = semi_online_step_returns(algo, trajs)
-    _, traj_index, turn_number, _, _ = _turn_records(trajs)
+    rec = turn_records(trajs)
     episode = torch.tensor([t.total_reward for t in trajs], dtype=torch.float32)
     tasks = torch.tensor([t.group_id for t in trajs])
-    adv, m = algos.semi_online_advantages(torch.tensor(returns), torch.tensor(traj_index), torch.tensor(turn_number),
+    adv, m = algos.semi_online_advantages(semi_online_step_returns(algo, rec), rec.traj_index, rec.turn_number,
                                           tasks, episode, step_weight=algo.semi_online_step_weight,
                                           episode_weight=algo.semi_online_episode_weight,
                                           norm_by_std=algo.norm_by_std)
     adv = adv.tolist()
-    out = []
-    for s in samples:
-        j = index[id(s.traj)]
-        out.append([adv[pos[(j, ti)]] if mk else 0.0 for mk, ti in zip(s.loss_mask, s.turn_index, strict=True)])
-    return out, None, {"adv/mean": sum(adv) / max(len(adv), 1), **m}
+    return _on_tokens(adv, rec, samples, index), None, {"adv/mean": sum(adv) / max(len(adv), 1), **m}
 
 
 def _gae_family(algo, trajs, samples, values, index):

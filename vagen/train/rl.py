@@ -37,6 +37,7 @@ from vagen.train.advantages import (
     needs_critic,
     semi_online_step_returns,
     trajectory_scores,
+    turn_records,
 )
 from vagen.train.batch import collate
 from vagen.train.metrics import MetricsLogger
@@ -288,8 +289,9 @@ class RLTrainer:
         if a.filter == "starpo_s":
             keep, m = algos.starpo_s(scores, groups, keep_ratio=a.filter_keep_ratio, mode=a.filter_mode)
         elif a.filter == "uis1":  # UI-S1: tasks whose step-0 returns vary across the group
-            returns, pos = semi_online_step_returns(a, trajs)
-            r0 = torch.tensor([returns[pos[(j, t.turns[0].turn)]] for j, t in enumerate(trajs)])
+            rec = turn_records(trajs)
+            returns = semi_online_step_returns(a, rec)
+            r0 = torch.stack([returns[rec.pos[(j, t.turns[0].turn)]] for j, t in enumerate(trajs)])
             keep, m = algos.uis1_task_filter(r0, groups, min_std=a.uis1_min_std)
         else:
             keep, m = algos.drop_zero_variance(scores, groups)
