@@ -55,5 +55,11 @@ register("web", "envs.web.env:CustomWebEnv",
          "custom web tasks (setup/validate registry; bundled local Acme shop) or start_url + goal + validator")
 register("replay", "envs.replay.env:ReplayEnv",
          "replay of expert GUI trajectories (vagen synth / vagen eval output) with action matching: semi-online RL")
+register("navigation", "envs.navigation.env:NavigationEnv",
+         "Navigation: walk to a named object in procedurally furnished rooms (egocentric MuJoCo views, CPU)")
+register("primitive_skill", "envs.primitive_skill.env:PrimitiveSkillEnv",
+         "PrimitiveSkill: tabletop manipulation with pick/place/push primitives (MuJoCo, scripted controllers)")
+register("svg", "envs.svg.env:SVGEnv",
+         "SVG reconstruction: write SVG code that reproduces a target image (procedural icons or a folder of SVGs)")
 register("latency", "envs.latency:LatencyEnv",
          "any env with GUI-like random reset/step delays (async-rollout benchmarks and tests)")

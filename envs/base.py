@@ -54,7 +54,10 @@ class EntitySpec:
 
     ``kind="point"`` is a single ``[row, col]``; ``"points"`` is a set of them.
     ``symbol`` is its character in the symbolic grid; ``aliases`` are the words a
-    natural-language description may use for it (singular first).
+    natural-language description may use for it (singular first). ``dims`` is the length
+    of a point: 2 for grid cells ``[row, col]``, 3 for positions in space (integer
+    millimetres ``[x, y, z]`` in primitive_skill); 3-D entities are read from the
+    ``structured`` representation (or scored by the LLM judge), not from grids or sentences.
     """
 
     name: str
@@ -63,6 +66,7 @@ class EntitySpec:
     aliases: tuple[str, ...]
     description: str
     dynamic: bool = True
+    dims: int = 2
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,9 @@ class StateSchema:
     grid_symbols: dict[str, tuple[str, ...]] = field(default_factory=dict)
     reference: str = "player"
     coordinates: str = "[row, col], 0-indexed from the top-left cell"
+    #: Default distance (in the coordinates' unit) within which a described position counts as
+    #: right: 0 for grid cells; e.g. 20 for millimetre positions after physics settles.
+    tolerance: float = 0.0
 
     def entity(self, name: str) -> EntitySpec:
         for e in self.entities:
@@ -165,3 +172,14 @@ class VagenEnv(gym.Env):
     def predict_state(cls, state: dict[str, Any], actions: list[str]) -> dict[str, Any]:
         """The state after the *intended* effect of ``actions`` (no slipping)."""
         raise NotImplementedError
+
+    @classmethod
+    def random_actions(cls, rng: Any, k: int, state: dict[str, Any] | None = None) -> list[str]:
+        """``k`` uniformly random legal actions (the chance-level baseline, ``scripted:random``).
+
+        ``rng`` is a ``random.Random``. The default draws from ``action_names``; envs with
+        parametric actions (coordinates, code) override it.
+        """
+        if not cls.action_names:
+            raise NotImplementedError(f"{cls.__name__} has no discrete action names and no random_actions")
+        return [rng.choice(cls.action_names) for _ in range(k)]

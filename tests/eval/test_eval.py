@@ -161,3 +161,21 @@ def test_cli_eval_then_leaderboard(tmp_path):
     assert list((board / "plots").glob("*.png"))
     r = run_cli("leaderboard", str(tmp_path / "nothing"), "--out", str(board))
     assert r.returncode != 0 and "nothing" in r.stderr
+
+
+def test_split_suites_play_every_split_at_each_seed(tmp_path):
+    eps = manifest("navigation", {}, seeds=[0, 1])
+    assert [e.task_id for e in eps[:5]] == [f"{s}/seed-0" for s in envs.env_class("navigation").eval_splits]
+    assert len(eps) == 10 and {e.domain for e in eps} == set(envs.env_class("navigation").eval_splits)
+    assert eps[0].reset_args() == {"seed": 0, "options": {"split": "base"}}
+    # --limit spreads over the splits; --domains picks splits and names unknown ones
+    assert {e.domain for e in manifest("navigation", {}, limit=5)} == set(envs.env_class("navigation").eval_splits)
+    assert {e.domain for e in manifest("navigation", {}, seeds=[0], domains=["long_horizon"])} == {"long_horizon"}
+    with pytest.raises(ValueError, match="no split 'kitchen'|no split kitchen"):
+        manifest("navigation", {}, seeds=[0], domains=["kitchen"])
+    summary = run_eval(settings(tmp_path, "navigation", "scripted:oracle", seeds=[0], num_envs=2, max_steps=20,
+                                env_params={"image_size": [64, 64]}))
+    assert summary["stats"]["rate"] == 1.0 and summary["stats"]["n"] == 5
+    by_split = {r["domain"]: r for r in rows(tmp_path / "run")}
+    assert set(by_split) == set(envs.env_class("navigation").eval_splits)
+    assert (tmp_path / "run" / "episodes" / "navigation" / "long_horizon" / "seed-0").is_dir()

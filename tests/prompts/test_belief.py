@@ -212,3 +212,29 @@ def test_symbolic_finds_the_grid_in_prose():
     belief = parse_belief(text, SOKOBAN, "symbolic")
     assert belief.entities == {"player": [(2, 3)], "boxes": [(1, 1), (3, 3)], "targets": [(1, 1), (4, 4)]}
     assert not parse_belief("no map here", SOKOBAN, "symbolic").parsed
+
+
+def test_three_d_entities_round_trip_in_structured_form():
+    import json
+
+    from envs.base import EntitySpec, StateSchema
+    from vagen.rewards.world_model import score_belief
+
+    schema = StateSchema(entities=(
+        EntitySpec("red_cube", "point", "r", ("red cube",), "a cube", dims=3),
+        EntitySpec("goals", "points", "g", ("goal", "goals"), "goal spots", dynamic=False, dims=3),
+    ), reference="red_cube")
+    state = {"entities": {"red_cube": [10.4, -20, 20], "goals": [[100, 0, 0], [0, 100, 0]]}}
+    text = write_belief(state, schema, "structured")
+    assert json.loads(text) == {"red_cube": [10, -20, 20], "goals": [[100, 0, 0], [0, 100, 0]]}
+    belief = parse_belief(text, schema, "structured")
+    assert belief.entities == {"red_cube": [(10, -20, 20)], "goals": [(100, 0, 0), (0, 100, 0)]}
+    assert score_belief(belief, state, schema)["f1"] == 1.0
+    # {"x", "y", "z"} objects and a 2-D point for a 3-D entity (unreadable: costs precision, not a crash)
+    b2 = parse_belief('{"red cube position": {"x": 12, "y": -18, "z": 21}, "goals": [[1, 2]]}', schema, "structured")
+    assert b2.entities["red_cube"] == [(12, -18, 21)] and b2.entities["goals"] == []
+    assert score_belief(b2, state, schema, tol=5)["per_entity"]["red_cube"]["tp"] == 1
+    assert score_belief(b2, state, schema, tol=1)["per_entity"]["red_cube"]["tp"] == 0
+    assert "[10, -20, 20]" in write_belief(state, schema, "natural")
+    with pytest.raises(ValueError, match="3-D"):
+        write_belief(state, schema, "symbolic")

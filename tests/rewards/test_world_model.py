@@ -209,3 +209,17 @@ def test_ascore_batch():
     obs = write_belief(FROZEN_STATE, FROZEN, "structured")
     out = asyncio.run(reward.ascore_batch([WorldModelItem(obs, obs, FROZEN_STATE, FROZEN_STATE, FROZEN)]))
     assert out[0]["wm/reward"] == 1.0
+
+
+def test_schema_tolerance_is_the_default_and_config_tol_overrides_it():
+    from envs.base import EntitySpec, StateSchema
+    from vagen.rewards.world_model import WorldModelReward, WorldModelRewardConfig
+
+    schema = StateSchema(entities=(EntitySpec("cube", "point", "c", ("cube",), "a cube", dims=3),),
+                         reference="cube", tolerance=20.0)
+    state = {"entities": {"cube": [100, 50, 20]}}
+    near = '{"cube": [110, 45, 24]}'  # 12 mm away
+    default = WorldModelReward(WorldModelRewardConfig(representation="structured"))
+    assert default.score(near, near, state, state, schema)["wm/observation"] == 1.0
+    strict = WorldModelReward(WorldModelRewardConfig(representation="structured", tol=5.0))
+    assert strict.score(near, near, state, state, schema)["wm/observation"] == 0.0

@@ -86,6 +86,8 @@ class RewardConfig(Section):
     wm_observation_weight: float = Field(0.5, ge=0.0)
     wm_prediction_weight: float = Field(0.5, ge=0.0)
     wm_matcher: Literal["rule", "judge"] = "rule"
+    #: Distance within which a described position counts (None: the env's StateSchema.tolerance).
+    wm_tolerance: float | None = Field(None, ge=0.0)
 
 
 class RolloutConfig(Section):

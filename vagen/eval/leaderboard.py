@@ -9,7 +9,7 @@ a killed or flaky run cannot look better than it was:
   giving the label's success at each step budget B when a label was run at several budgets;
 * per domain (OSWorld's ``chrome``, ``os``, ...; seeded suites have a single domain);
 * the VAGEN-style average: per (label, max_steps), the mean of per-suite success rates over
-  the embodied suites in :data:`EMBODIED`. OSWorld and web suites are deliberately left out
+  the embodied suites in :data:`EMBODIED` (mean score for the graded suites in :data:`GRADED`). OSWorld and web suites are deliberately left out
   of that average: it is the number the VAGEN paper reports for its embodied/visual tasks,
   and mixing in GUI suites with very different difficulty would make it incomparable.
 
@@ -36,6 +36,9 @@ from vagen.eval.stats import SuccessStats, aggregate
 log = logging.getLogger(__name__)
 
 EMBODIED = ("sokoban", "frozenlake", "navigation", "primitive_skill", "svg")
+#: Embodied suites whose episode score is graded (SVG: image similarity), averaged by mean score as
+#: VAGEN reports them; the others by success rate (their score is 1 on success, else 0).
+GRADED = ("svg",)
 ALL_DOMAINS = "ALL"  # the domain column of a whole-suite row in the CSV
 NO_DOMAIN = "(none)"
 CSV_COLUMNS = (
@@ -183,7 +186,7 @@ class AverageRow:
 
     label: str
     max_steps: int
-    rates: dict[str, float]  # embodied suite -> success rate
+    rates: dict[str, float]  # embodied suite -> success rate (mean score for GRADED suites)
     average: float
 
 
@@ -242,8 +245,9 @@ def build(runs: list[Run]) -> Leaderboard:
 
     embodied: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     for r in overall:
-        if r.suite in EMBODIED and not math.isnan(r.stats.rate):
-            embodied[(r.label, r.max_steps)][r.suite] = r.stats.rate
+        value = r.stats.mean_score if r.suite in GRADED else r.stats.rate
+        if r.suite in EMBODIED and value is not None and not math.isnan(value):
+            embodied[(r.label, r.max_steps)][r.suite] = value
     average = [AverageRow(label, steps, rates, sum(rates.values()) / len(rates))
                for (label, steps), rates in sorted(embodied.items())]
     return Leaderboard(runs=list(runs), overall=overall, domains=domains, average=average, budgets=budgets)
@@ -334,8 +338,8 @@ def tables(lb: Leaderboard) -> dict[str, Table]:
 
 
 AVERAGE_NOTE = (f"Mean of per-suite success rates over the embodied suites ({', '.join(EMBODIED)}) each label "
-                "was run on at that step budget; the suites column says how many. OSWorld and web suites are "
-                "not part of this average.")
+                f"was run on at that step budget ({', '.join(GRADED)}: mean score, the graded similarity); the "
+                "suites column says how many. OSWorld and web suites are not part of this average.")
 COLUMN_NOTE = ("Rates are successes / manifest size: infra errors, agent errors and missing episodes (no result "
                "line) count as failures. CI is the Wilson 95% interval. Mean score counts errors and missing "
                "episodes as 0; mean steps, tokens and wall time are over episodes with a result. success@B is "

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from vagen.eval.suites import Episode, manifest
+from vagen.eval.suites import SPLIT_SEP, Episode, manifest
 
 log = logging.getLogger("vagen.eval")
 STATUSES = ("ok", "agent_error", "infra_error")
@@ -260,7 +260,7 @@ class EvalRun:
         if r is not None:
             kw = dict(format_reward=r.format_reward, format_penalty=r.format_penalty,
                       execute_on_bad_format=r.execute_on_bad_format, observation_weight=r.wm_observation_weight,
-                      prediction_weight=r.wm_prediction_weight)
+                      prediction_weight=r.wm_prediction_weight, wm_tolerance=r.wm_tolerance)
         return AgentConfig(format=self.s.format, representation=self.s.representation,
                            system_prompt=self.s.system_prompt, **kw)
 
@@ -346,7 +346,10 @@ class EvalRun:
                               stop=tuple(self.s.stop), include_stop=True, seed=seed)
 
     def _episode_dir(self, ep: Episode) -> Path:
-        name = _safe(ep.task_id) + ("" if ep.seed is None or ep.task_id.startswith("seed-") else f"@{ep.seed}")
+        if SPLIT_SEP in ep.task_id:  # "<split>/seed-<n>": the domain folder already names the split
+            name = _safe(ep.task_id.split("/", 1)[1])
+        else:
+            name = _safe(ep.task_id) + ("" if ep.seed is None or ep.task_id.startswith("seed-") else f"@{ep.seed}")
         return self.out / "episodes" / _safe(ep.suite) / _safe(ep.domain) / name
 
     def play(self, ep: Episode) -> dict:

@@ -6,7 +6,9 @@ a folder of OSWorld task files), one episode per task (per seed when seeds are g
 picks tasks) at each seed (default 0); ``web`` plays every registered custom web task (or
 ``env.params.tasks``) at each seed (default 0, 1, 2); ``replay`` plays every expert trajectory of
 ``env.params.data`` once, without patches (``patch_budget`` 0): UI-S1's SOP metric, score =
-progress (steps matched before the first mismatch / steps); every other env plays one episode per seed. The manifest is fixed before the first
+progress (steps matched before the first mismatch / steps); envs with ``eval_splits`` (navigation's
+VAGEN splits, primitive_skill's tasks) play each split at each seed (default 0-99; ``--domains`` picks
+splits; ``reset(options={"split": ...})``); every other env plays one episode per seed. The manifest is fixed before the first
 episode and written to ``run.json``: it is the denominator of every rate, so an episode
 that crashed counts as an error, never as missing.
 """
@@ -18,6 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 DEFAULT_SEEDS = 100
+#: Task ids of split suites are ``"<split>/seed-<n>"``.
+SPLIT_SEP = "/seed-"
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class Episode:
         """Keyword arguments for ``env.reset``."""
         if self.task_id.startswith("seed-"):
             return {"seed": self.seed}
+        if SPLIT_SEP in self.task_id:  # a seeded episode of an env's eval split
+            return {"seed": self.seed, "options": {"split": self.task_id.split(SPLIT_SEP, 1)[0]}}
         return {"seed": self.seed or 0, "options": {"task_id": self.task_id}}
 
 
@@ -95,6 +101,18 @@ def manifest(suite: str, env_params: dict[str, Any], seeds: list[int] | None = N
                                   env_params.get("success_only", True), env_params.get("split", "all"),
                                   env_params.get("test_fraction", 0.2))
         eps = [Episode(suite, t.id, t.domain, None) for t in trajs if not domains or t.domain in domains]
+    elif getattr(env_cls, "eval_splits", ()):  # navigation's VAGEN splits, primitive_skill's tasks
+        splits = list(env_cls.eval_splits)
+        if domains:
+            unknown = sorted(set(domains) - set(splits))
+            if unknown:
+                raise ValueError(f"suite {suite!r} has no split {', '.join(unknown)}; splits: {', '.join(splits)}")
+            splits = [s for s in splits if s in domains]
+        if seeds is None:
+            per_split = -(-limit // len(splits)) if limit else DEFAULT_SEEDS
+            seeds = list(range(per_split))
+        # Seed-major order, so --limit N plays every split about equally.
+        eps = [Episode(suite, f"{sp}{SPLIT_SEP}{s}", sp, s) for s in seeds for sp in splits]
     else:
         if domains:
             raise ValueError(f"suite {suite!r} has no domains; --domains applies to task suites (osworld)")

@@ -45,6 +45,8 @@ class AgentConfig:
     prediction_weight: float = 0.5
     #: "rule": the representation's own rule-based parser; "judge": an LLM judge (pass ``wm_reward``).
     matcher: str = "rule"
+    #: Distance within which a described position is right (None: the env schema's ``tolerance``).
+    wm_tolerance: float | None = None
     include_example: bool = True
     #: "full" or "minimal" (action help + format only); see ``builder.system_prompt``.
     system_prompt: str = "full"
@@ -77,7 +79,7 @@ class AgentEnv(gym.Wrapper):
                 raise ValueError("matcher='judge' needs a WorldModelReward built with an LLMJudge (wm_reward=...)")
             wm_reward = WorldModelReward(WorldModelRewardConfig(
                 observation_weight=self.cfg.observation_weight, prediction_weight=self.cfg.prediction_weight,
-                representation=self.cfg.representation))
+                representation=self.cfg.representation, tol=self.cfg.wm_tolerance))
         self.wm_reward = wm_reward
         minimal = self.cfg.system_prompt == "minimal"
         example = self._example() if self.cfg.include_example and not minimal else None

@@ -30,7 +30,7 @@ from typing import Any
 
 from envs.base import EntitySpec, StateSchema
 
-Point = tuple[int, int]
+Point = tuple[int, ...]  # (row, col) on grids; (x, y, z) for 3-D entities (EntitySpec.dims)
 
 REPRESENTATIONS = ("natural", "symbolic", "structured")
 RELATIONS = ("above", "below", "left", "right", "above-left", "above-right", "below-left", "below-right",
@@ -93,9 +93,9 @@ def gold_points(state: Mapping[str, Any], schema: StateSchema) -> dict[str, list
         if value is None:
             out[spec.name] = []
         elif spec.kind == "point":
-            out[spec.name] = [(int(value[0]), int(value[1]))]
+            out[spec.name] = [tuple(int(round(float(v))) for v in value[:spec.dims])]
         else:
-            out[spec.name] = [(int(p[0]), int(p[1])) for p in value]
+            out[spec.name] = [tuple(int(round(float(v))) for v in p[:spec.dims]) for p in value]
     return out
 
 
@@ -170,6 +170,8 @@ def render_grid(state: Mapping[str, Any], schema: StateSchema) -> list[str]:
     empty cells get the first background symbol (one mapping to no entity).
     """
     points = gold_points(state, schema)
+    if any(s.dims != 2 for s in schema.entities):
+        raise ValueError("a symbolic grid cannot show 3-D entities; use the structured representation")
     size = state.get("grid_size")
     if size:
         rows, cols = int(size[0]), int(size[1])
@@ -193,6 +195,8 @@ def render_grid(state: Mapping[str, Any], schema: StateSchema) -> list[str]:
 
 
 def _where(point: Point, ref: Point | None, ref_phrase: str, is_ref: bool) -> str:
+    if len(point) != 2:
+        return "at [" + ", ".join(map(str, point)) + "]"
     text = f"at row {point[0]}, column {point[1]}"
     if ref is None or is_ref:
         return text
@@ -210,6 +214,8 @@ def _write_natural(state: Mapping[str, Any], schema: StateSchema) -> str:
     raw = state.get("entities") or {}
     points = gold_points(state, schema)
     ref = reference_point(points, schema)
+    if ref is not None and len(ref) != 2:
+        ref = None
     try:
         ref_phrase = "the " + _singular(schema.entity(schema.reference))
     except KeyError:
@@ -347,10 +353,16 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _as_point(value: Any) -> Point | None:
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        r, c = _as_int(value[0]), _as_int(value[1])
-        return (r, c) if r is not None and c is not None else None
+def _as_point(value: Any, dims: int = 2) -> Point | None:
+    if isinstance(value, (list, tuple)) and len(value) == dims:
+        coords = tuple(_as_int(v) for v in value)
+        return coords if all(c is not None for c in coords) else None  # type: ignore[return-value]
+    if dims != 2:
+        if isinstance(value, Mapping):
+            keys = {_norm_key(str(k)): v for k, v in value.items()}
+            coords = tuple(_as_int(keys.get(k)) for k in "xyz"[:dims])
+            return coords if all(c is not None for c in coords) else None  # type: ignore[return-value]
+        return None
     if isinstance(value, Mapping):
         keys = {_norm_key(str(k)): v for k, v in value.items()}
         r = next((keys[k] for k in ("row", "r", "y") if k in keys), None)
@@ -360,17 +372,18 @@ def _as_point(value: Any) -> Point | None:
     return None
 
 
-def _as_points(value: Any) -> list[Point] | None:
+def _as_points(value: Any, dims: int = 2) -> list[Point] | None:
     if value is None:
         return []
     if isinstance(value, str):  # "(2, 3)" or "[[1, 1], [3, 3]]" as a string
-        return [(int(a), int(b)) for a, b in re.findall(r"(?<!\d)(-?\d{1,9})\s*,\s*(-?\d{1,9})(?!\d)",
-                                                         value[:10_000])]
-    single = _as_point(value)
+        num = r"(-?\d{1,9})"
+        pattern = r"(?<!\d)" + r"\s*,\s*".join([num] * dims) + r"(?!\d)"
+        return [tuple(int(x) for x in m) for m in re.findall(pattern, value[:10_000])]
+    single = _as_point(value, dims)
     if single is not None:
         return [single]
     if isinstance(value, (list, tuple)):
-        pts = [_as_point(v) for v in value]
+        pts = [_as_point(v, dims) for v in value]
         if all(p is not None for p in pts):
             return pts  # type: ignore[return-value]
     return None
@@ -406,7 +419,7 @@ def _parse_structured(text: str, schema: StateSchema, belief: Belief) -> None:
         if name is None:
             belief.errors.append(f"unknown key {str(key)[:40]!r}")
             continue
-        pts = _as_points(value)
+        pts = _as_points(value, schema.entity(name).dims)
         if pts is None:
             belief.errors.append(f"cannot read points for {name!r}")
             belief.entities.setdefault(name, [])

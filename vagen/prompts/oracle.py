@@ -62,10 +62,11 @@ def random_response(ctx: dict[str, Any], rng: random.Random) -> str:
     import envs
 
     cls = envs.env_class(ctx["env"])
-    if not cls.action_names:
-        raise PolicyRequestError(f"env {ctx['env']!r} has no discrete action names; pass answers=[...]")
     k = rng.randint(1, max(1, ctx["max_actions"]))
-    actions = [rng.choice(cls.action_names) for _ in range(k)]
+    try:
+        actions = cls.random_actions(rng, k, ctx.get("state"))
+    except NotImplementedError as e:
+        raise PolicyRequestError(f"env {ctx['env']!r}: {e}; pass answers=[...]") from None
     return get_format(ctx["format"]).render(
         answer=f"{ctx['separator']} ".join(actions), think="I act at random.", observation="unknown",
         reasoning="I act at random.", prediction="unknown")

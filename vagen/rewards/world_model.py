@@ -100,7 +100,8 @@ class WorldModelRewardConfig:
     prediction_weight: float = 0.5
     representation: Literal["natural", "symbolic", "structured"] = "structured"
     matcher: Matcher | None = None
-    tol: float = 0.0
+    #: None: the schema's own ``StateSchema.tolerance`` (0 on grids, millimetres in primitive_skill).
+    tol: float | None = None
     use_relations: bool = True
     min_score_for_reward: float = 0.0
     prediction_entities: Literal["all", "dynamic"] = "all"
@@ -122,7 +123,7 @@ class WorldModelRewardConfig:
                              f"use matcher={self.representation!r} (or None) or 'judge'")
         if self.observation_weight < 0 or self.prediction_weight < 0:
             raise ValueError("observation_weight and prediction_weight must be >= 0")
-        if self.tol < 0 or self.frequency_penalty < 0:
+        if (self.tol is not None and self.tol < 0) or self.frequency_penalty < 0:
             raise ValueError("tol and frequency_penalty must be >= 0")
 
 
@@ -237,6 +238,7 @@ class WorldModelReward:
             only = None
             if part == "prediction" and c.prediction_entities == "dynamic":
                 only = [s.name for s in schema.entities if s.dynamic]
-            result = score_belief(belief, state, schema, tol=c.tol, use_relations=c.use_relations, entities=only)
+            tol = schema.tolerance if c.tol is None else c.tol
+            result = score_belief(belief, state, schema, tol=tol, use_relations=c.use_relations, entities=only)
             scores[(i, part)], parsed[(i, part)] = result["f1"], belief.parsed
         return scores, parsed, parse_errors

@@ -68,7 +68,7 @@ def agent_config(cfg) -> AgentConfig:
                        system_prompt=cfg.prompt.system_prompt,
                        format_reward=r.format_reward, format_penalty=r.format_penalty,
                        execute_on_bad_format=r.execute_on_bad_format, observation_weight=r.wm_observation_weight,
-                       prediction_weight=r.wm_prediction_weight)
+                       prediction_weight=r.wm_prediction_weight, wm_tolerance=r.wm_tolerance)
 
 
 def seed_everything(seed: int) -> None:
