@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from PIL import Image
 
 from tests.conftest import run_cli
@@ -45,3 +46,19 @@ def test_vagen_demos_rejects_bad_env_options(tmp_path):
     assert r.returncode != 0 and "registered" in r.stderr
     r = run_cli("demos", "frozenlake", "--n", "1", "--out", str(tmp_path / "o"), "--format", "deep")
     assert r.returncode != 0 and "allowed" in r.stderr
+
+
+@pytest.mark.parametrize("env,options", [("navigation", ["split=long_horizon", "image_size=[64,64]"]),
+                                         ("primitive_skill", ["task=stack3", "image_size=[60,80]"]),
+                                         ("svg", ["image_size=[64,64]"])])
+def test_vagen_demos_on_the_mujoco_and_svg_envs(tmp_path, env, options):
+    out = tmp_path / env
+    r = run_cli("demos", env, "--n", "3", "--out", str(out), *options)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["success_rate"] == 1.0
+    for line in (out / "samples.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        assert s["success"] and all(parse_response(m["content"], "grounding_worldmodeling").format_ok
+                                    for m in s["messages"] if m["role"] == "assistant")
+        # the oracle's beliefs are right: full world-modeling reward on every turn
+        assert all(p["world_model"] == pytest.approx(1.0) for p in s["reward_parts"])
