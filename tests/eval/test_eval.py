@@ -179,3 +179,18 @@ def test_split_suites_play_every_split_at_each_seed(tmp_path):
     by_split = {r["domain"]: r for r in rows(tmp_path / "run")}
     assert set(by_split) == set(envs.env_class("navigation").eval_splits)
     assert (tmp_path / "run" / "episodes" / "navigation" / "long_horizon" / "seed-0").is_dir()
+
+
+def test_oracle_on_the_five_vagen_suites_gives_a_full_vagen_average(tmp_path):
+    from vagen.eval.leaderboard import EMBODIED, build, load_run
+
+    small = {"navigation": {"image_size": [48, 48]}, "primitive_skill": {"image_size": [48, 64]},
+             "svg": {"image_size": [48, 48]}, "sokoban": {}, "frozenlake": {}}
+    dirs = []
+    for suite in EMBODIED:
+        summary = run_eval(settings(tmp_path, suite, "scripted:oracle", name=suite, seeds=[0, 1], num_envs=2,
+                                    max_steps=15, env_params=small[suite]))
+        assert summary["stats"]["rate"] == 1.0, suite
+        dirs.append(tmp_path / suite)
+    (avg,) = build([load_run(d) for d in dirs]).average
+    assert set(avg.rates) == set(EMBODIED) and avg.average == 1.0

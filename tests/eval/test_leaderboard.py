@@ -315,3 +315,23 @@ def test_duplicate_slot_is_an_error(runs, tmp_path):
         (clone / name).write_bytes((runs[0] / name).read_bytes())
     with pytest.raises(LeaderboardError, match=r"osworld-oracle and .*clone are both 'oracle' on 'osworld'"):
         build([load_run(runs[0]), load_run(clone)])
+
+
+def test_vagen_average_takes_svg_by_mean_score_and_splits_as_domains(tmp_path):
+    """SVG is graded (similarity): it enters the average by mean score, not by its (rare) successes."""
+    manifest = [{"suite": "svg", "task_id": f"seed-{s}", "domain": "svg", "seed": s} for s in range(4)]
+    svg = [_result("svg", f"seed-{s}", "svg", s, s == 0, "random", 15, score=sc)
+           for s, sc in enumerate((0.96, 0.5, 0.3, 0.2))]
+    splits = ("base", "long_horizon")
+    nav_manifest = [{"suite": "navigation", "task_id": f"{sp}/seed-{s}", "domain": sp, "seed": s}
+                    for s in range(2) for sp in splits]
+    nav = [_result("navigation", m["task_id"], m["domain"], m["seed"], m["domain"] == "base", "random", 15,
+                   score=float(m["domain"] == "base")) for m in nav_manifest]
+    runs = [write_run(tmp_path / "svg", "svg", "random", 15, manifest, [json.dumps(r) for r in svg]),
+            write_run(tmp_path / "nav", "navigation", "random", 15, nav_manifest, [json.dumps(r) for r in nav])]
+    lb = build([load_run(d) for d in runs])
+    (avg,) = lb.average
+    assert avg.rates == {"svg": pytest.approx(0.49), "navigation": pytest.approx(0.5)}
+    assert avg.average == pytest.approx(0.495)
+    per_split = {r.domain: r.stats.rate for r in lb.domains if r.suite == "navigation"}
+    assert per_split == {"base": 1.0, "long_horizon": 0.0}
