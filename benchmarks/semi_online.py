@@ -55,7 +55,8 @@ def main() -> None:
     ap.add_argument("--sft-steps", type=int, default=600)
     ap.add_argument("--rl-steps", type=int, default=30)
     ap.add_argument("--patch-budget", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="RL seed")
+    ap.add_argument("--sft-seed", type=int, default=None, help="SFT seed (default: --seed); its checkpoint is reused")
     ap.add_argument("--limit", type=int, default=None, help="held-out trajectories to evaluate (default all)")
     ap.add_argument("--out", default="runs/semi_online")
     ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train semi-online")
@@ -75,12 +76,18 @@ def main() -> None:
         n_traj = len(load_trajectories(train))
         sh(["demos", "replay", "--n", str(n_traj), "--out", str(demos), "--format", "no_think", "--system-prompt",
             "minimal", f"data={train}", "split=all"])
-    sft = base / f"sft-s{args.seed}-k{args.sft_steps}"
+    sft_seed = args.seed if args.sft_seed is None else args.sft_seed
+    sft = base / f"sft-s{sft_seed}-k{args.sft_steps}"
     if not (sft / "final").exists():
         sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
-            "batch_size=16", "lr=1e-3", f"out_dir={sft}", "model.device=cpu", f"seed={args.seed}", "log_every=100"])
+            "batch_size=16", "lr=1e-3", f"out_dir={sft}", "model.device=cpu", f"seed={sft_seed}", "log_every=100"])
     t_sft = time.perf_counter() - t0
-    rows = {"sft": sop(str(sft / "final"), test, base / "sop-sft", args.limit)}
+    sop_sft = base / f"sop-sft-s{sft_seed}"
+    if (sop_sft / "summary.json").exists():  # the SFT model's SOP does not depend on the RL seed
+        rows = {"sft": json.loads((sop_sft / "summary.json").read_text())}
+    else:
+        rows = {"sft": sop(str(sft / "final"), test, sop_sft, args.limit)}
+        (sop_sft / "summary.json").write_text(json.dumps(rows["sft"]))
     times = {"sft_s": round(t_sft, 1)}
     for name, extra in (("semi_online", [f"env.params.patch_budget={args.patch_budget}"]),
                         ("offline", ["env.params.patch_budget=-1", "env.params.expert_history=true"])):
@@ -92,7 +99,7 @@ def main() -> None:
             "trainer.tensorboard=false", "model.device=cpu", *extra, *args.rl])
         times[f"{name}_rl_s"] = round(time.perf_counter() - tr, 1)
         final = sorted((run / "checkpoints").glob("step_*"))[-1] / "model"
-        rows[name] = sop(str(final), test, base / f"sop-{name}", args.limit)
+        rows[name] = sop(str(final), test, base / f"sop-{name}-s{args.seed}", args.limit)
     print(json.dumps({"sop": rows, **times, "args": vars(args), "wall_s": round(time.perf_counter() - t0, 1)}))
 
 

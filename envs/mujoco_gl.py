@@ -38,8 +38,23 @@ def on_gl_thread() -> bool:
     return threading.current_thread().name.startswith("vagen-gl")
 
 
+def _preload_torchvision() -> None:
+    """Load torchvision's native ops before mesa's GL libraries enter the process.
+
+    Measured here: once an EGL context (mesa llvmpipe) exists, a first ``import torchvision.ops``
+    (transformers' VLM processors import it) dies with a segmentation fault; loaded first, both
+    work. Without torchvision installed this is a no-op.
+    """
+    try:
+        import torchvision.ops  # noqa: F401
+    except Exception:  # noqa: BLE001 - not installed / broken: nothing to protect
+        pass
+
+
 def gl_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn(*args, **kwargs)`` on the GL thread and return its result (exceptions propagate)."""
+    if _EXECUTOR is None:
+        _preload_torchvision()
     if on_gl_thread():
         return fn(*args, **kwargs)
     return _executor().submit(fn, *args, **kwargs).result()

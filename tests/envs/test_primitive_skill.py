@@ -336,3 +336,15 @@ def test_renderers_work_from_worker_threads():
     assert all(f.shape == (48, 64, 3) and f.std() > 0 for f in frames)
     env_a.close()
     env_b.close()
+
+
+def test_torchvision_imports_after_a_mujoco_render():
+    """A first `import torchvision.ops` after mesa's EGL context existed segfaulted (envs.mujoco_gl preloads it)."""
+    import subprocess
+    import sys
+
+    code = ("import envs; e = envs.make('navigation', image_size=(32, 32)); e.reset(seed=0); "
+            "p = envs.make('primitive_skill', image_size=(32, 32)); p.reset(seed=0); "
+            "import torchvision.ops; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
