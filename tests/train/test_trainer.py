@@ -44,11 +44,13 @@ def test_kl_reference_and_lora(tmp_path):
     assert trainable and all("lora" in n for n in trainable)
 
 
-def test_bad_sample_mode_combination_is_refused(tmp_path):
-    cfg = load_config("train/frozenlake", FAST + ["algo.advantage=bilevel_gae", "trainer.sample_mode=trajectory",
-                                                  "prompt.history=none", f"trainer.out_dir={tmp_path}"])
-    with pytest.raises(ValueError, match="history=full"):
-        RLTrainer(cfg)
+@pytest.mark.parametrize("prompt", [["prompt.history=none"], ["prompt.history=full", "prompt.max_images=2"]])
+def test_bad_sample_mode_combination_is_refused_at_load(tmp_path, prompt):
+    from vagen.config import ConfigError
+
+    with pytest.raises((ConfigError, ValueError), match="history=full and prompt.max_images=0"):
+        load_config("train/frozenlake", FAST + ["algo.advantage=bilevel_gae", "trainer.sample_mode=trajectory",
+                                                *prompt, f"trainer.out_dir={tmp_path}"])
 
 
 def test_vagen_train_cli_writes_the_run_dir(tmp_path):

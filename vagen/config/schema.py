@@ -26,6 +26,11 @@ class ModelConfig(Section):
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")
     lora_rank: int = Field(0, ge=0)
     lora_alpha: int | None = Field(None, ge=1)
+    #: Training with a half-precision ``dtype``: ``float32`` keeps fp32 master copies of the
+    #: trained weights and autocasts forwards (and generation) to ``dtype`` (mixed precision);
+    #: ``model`` trains the weights in ``dtype`` itself (half the memory, but bf16 holds ~3
+    #: significant digits, so updates below ~1/256 of a weight are lost: lr 1e-6 does nothing).
+    master_weights: Literal["float32", "model"] = "float32"
 
 
 class SamplingConfig(Section):
@@ -47,6 +52,8 @@ class PolicyConfig(Section):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_concurrency: int = Field(8, ge=1)
+    #: hf: how many contexts one ``generate`` call batches (larger on a GPU).
+    max_batch_size: int = Field(16, ge=1)
     # vllm (``vagen train``): the engine's share of its GPU, whether it sleeps (frees its
     # memory) while the trainer updates on the same GPU, and the weight-load bucket size.
     gpu_memory_utilization: float = Field(0.5, gt=0.0, le=1.0)
@@ -166,6 +173,8 @@ class TrainerConfig(Section):
     # single: one process; fsdp2: the actor (and critic) sharded with FSDP2 over the ranks of a
     # torchrun job (gloo on CPU, nccl on GPU), each rank playing its share of the groups.
     strategy: Literal["single", "fsdp2"] = "single"
+    #: recompute activations in the backward pass (actor and critic): less memory, ~30% slower
+    gradient_checkpointing: bool = False
     seed: int = 0
     out_dir: str = "runs/${env.name}"
     resume: str = "never"
@@ -270,6 +279,15 @@ class TrainConfig(Section):
         if self.policy.backend == "vllm" and (self.cluster.backend == "ray" or self.trainer.strategy == "fsdp2"):
             raise ValueError("policy.backend=vllm runs one engine beside a single trainer process for now "
                              "(cluster.backend=local, trainer.strategy=single)")
+        return self
+
+    @model_validator(mode="after")
+    def _trajectory_samples_need_the_whole_history(self):
+        # one concatenated sequence per trajectory is what the policy saw only when every turn
+        # saw all earlier turns, images included (rollout/context.py: trajectory_sample)
+        if self.trainer.sample_mode == "trajectory" and (self.prompt.history != "full" or self.prompt.max_images):
+            raise ValueError("trainer.sample_mode=trajectory needs prompt.history=full and prompt.max_images=0 "
+                             "(no image cap); otherwise use trainer.sample_mode=turn")
         return self
 
     @model_validator(mode="after")

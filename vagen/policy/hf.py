@@ -6,6 +6,7 @@ The same object is the model an RL trainer will update: ``model`` is a plain
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from pathlib import Path
@@ -65,6 +66,8 @@ class HFPolicy(Policy):
         self.model.eval()
         self._reset_sampling_defaults()
         self.policy_version = 0
+        #: set by a trainer keeping fp32 master weights: generation autocasts to this dtype
+        self.autocast_dtype = None
         self._lock = threading.Lock()
         vocab = self.tokenizer.get_vocab()
         self.suppress_ids = sorted(vocab[t] for t in _VISION_TOKENS if t in vocab)
@@ -83,7 +86,8 @@ class HFPolicy(Policy):
         import copy
 
         twin = copy.copy(self)
-        twin.model = copy.deepcopy(self.model)
+        twin.model = copy.deepcopy(self.model).to(self.dtype)  # fp32 master weights -> compute dtype
+        twin.autocast_dtype = None
         twin.model.eval()
         twin._lock = threading.Lock()
         return twin
@@ -197,7 +201,9 @@ class HFPolicy(Policy):
         with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)
-            with torch.inference_mode():
+            amp = (torch.autocast(self.device.split(":")[0], dtype=self.autocast_dtype) if self.autocast_dtype
+                   else contextlib.nullcontext())
+            with torch.inference_mode(), amp:
                 res = self.model.generate(**inputs, **kwargs)
         if was_training:
             self.model.train()

@@ -219,6 +219,7 @@ class RolloutManager:
             "rollout/effective_action_rate": mean([float(u.action_effective) for u in turns]),
             "rollout/format_ok_rate": mean([float(u.format_ok) for u in turns]),
             "rollout/response_length": mean([float(len(u.response_ids)) for u in turns]),
+            "rollout/generated_tokens": float(sum(len(u.response_ids) for t in trajs for u in t.turns)),
             "time/rollout_s": wall,
             "time/generate_s": gen_time,
             "time/env_s": env_time,

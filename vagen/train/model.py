@@ -8,6 +8,7 @@ log-probs, so every quantity comes from the same code path as the rollout's logp
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -56,14 +57,57 @@ class Critic(nn.Module):
     def __init__(self, backbone: nn.Module):
         super().__init__()
         self.backbone = backbone
-        self.head = nn.Linear(hidden_size(backbone), 1)
+        device = next(backbone.parameters()).device  # beside the backbone (a GPU one too)
+        self.head = nn.Linear(hidden_size(backbone), 1, device=device, dtype=torch.float32)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
-        out = self.backbone(**model_inputs(batch), output_hidden_states=True, use_cache=False)
-        v = self.head(out.hidden_states[-1].float()).squeeze(-1)
+        # the decoder without the LM head (no [B, L, vocab] logits: 152k columns on a real
+        # Qwen-VL); LoRA layers live inside it, so a PEFT-wrapped copy works the same way
+        base = self.backbone.get_base_model() if hasattr(self.backbone, "get_base_model") else self.backbone
+        inner = getattr(base, "model", None)
+        if inner is not None:
+            h = inner(**model_inputs(batch), use_cache=False).last_hidden_state
+        else:
+            h = self.backbone(**model_inputs(batch), output_hidden_states=True, use_cache=False).hidden_states[-1]
+        with torch.autocast(h.device.type, enabled=False):  # values in fp32, also under AMP
+            v = self.head(h.float()).squeeze(-1)
         return torch.nn.functional.pad(v[:, :-1], (1, 0))
+
+
+class MixedPrecision:
+    """fp32 master weights for the trained tensors + forwards autocast to the compute dtype.
+
+    With ``model.dtype=bfloat16`` the checkpoint loads in bf16; ``promote`` turns the tensors
+    that train (all of them, or only the LoRA adapters) into fp32 so small updates are kept,
+    frozen tensors stay bf16, and ``autocast()`` runs the matmuls in bf16 (AMP). Disabled for
+    float32 models and with ``model.master_weights=model`` (pure low-precision training).
+    """
+
+    def __init__(self, compute_dtype: torch.dtype, device: str, master: str = "float32") -> None:
+        if compute_dtype == torch.float16:
+            raise ValueError("model.dtype=float16 cannot be trained here (it needs loss scaling); "
+                             "use bfloat16 or float32")
+        self.compute = compute_dtype
+        self.device_type = str(device).split(":")[0]
+        self.enabled = master == "float32" and compute_dtype == torch.bfloat16
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return self.compute if self.enabled else None
+
+    def promote(self, model: nn.Module) -> nn.Module:
+        if self.enabled:
+            for p in model.parameters():
+                if p.requires_grad and p.dtype != torch.float32:
+                    p.data = p.data.float()
+        return model
+
+    def autocast(self):
+        if not self.enabled:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=self.compute)
 
 
 def make_critic(actor: nn.Module) -> Critic:

@@ -41,7 +41,7 @@ from vagen.train.advantages import (
 )
 from vagen.train.batch import collate
 from vagen.train.metrics import MetricsLogger
-from vagen.train.model import apply_lora, forward_logprobs, make_critic, make_reference
+from vagen.train.model import MixedPrecision, apply_lora, forward_logprobs, make_critic, make_reference
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +100,6 @@ class RLTrainer:
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg
         t, a = cfg.trainer, cfg.algo
-        if needs_critic(a.advantage) and t.sample_mode == "trajectory" and cfg.prompt.history != "full":
-            raise ValueError("trainer.sample_mode=trajectory needs prompt.history=full")
         seed_everything(t.seed)
         self.fsdp = t.strategy == "fsdp2"
         self.dist = D.init_distributed(cfg.model.device) if self.fsdp else D.DistContext()
@@ -112,10 +110,21 @@ class RLTrainer:
         device = cfg.model.device
         if self.fsdp and torch.cuda.is_available() and device in ("auto", "cuda"):
             device = f"cuda:{self.dist.local_rank}"  # one GPU per rank
-        self.policy = HFPolicy(cfg.model.path, device=device, dtype=cfg.model.dtype)
+        self.policy = HFPolicy(cfg.model.path, device=device, dtype=cfg.model.dtype,
+                               max_batch_size=cfg.policy.max_batch_size)
         if cfg.model.lora_rank:
             self.policy.model = apply_lora(self.policy.model, cfg.model.lora_rank, cfg.model.lora_alpha)
         self.actor = self.policy.model
+        # bf16 models: fp32 master weights for what trains, bf16 autocast for forwards + generation
+        self.precision = MixedPrecision(self.policy.dtype, self.policy.device, cfg.model.master_weights)
+        self.precision.promote(self.actor)
+        self.policy.autocast_dtype = self.precision.autocast_dtype
+        if t.gradient_checkpointing:  # before the critic copies the backbone (it inherits it)
+            enable = getattr(self.actor, "activation_checkpointing_enable", None)  # transformers >= 5.2x
+            if enable is not None:
+                enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                self.actor.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         parts = self.dist.world if self.fsdp else 1  # each rank plays its share of the groups
         self.builder, self.make_env, self.pool, limits = rollout_side(cfg, self.policy.processor, parts)
         # Asynchronous mode: a replica generates (weights pushed before each batch) while the
@@ -140,6 +149,8 @@ class RLTrainer:
         self._slot_managers = [self.rollouts]
         self.critic = make_critic(self.actor) if needs_critic(a.advantage) else None
         self.ref = make_reference(self.actor) if a.kl_coef > 0 else None
+        if self.ref is not None and self.precision.enabled:
+            self.ref.to(self.precision.compute)  # frozen: no master copy needed
         if self.fsdp:  # shard after the replica, critic and reference copied the full weights
             dtype = torch.bfloat16 if cfg.model.dtype == "bfloat16" else None
             D.shard_model(self.actor, dtype)
@@ -272,8 +283,12 @@ class RLTrainer:
             update_metrics["sync/weights_s"] = self.weight_sync.push(self.policy.policy_version)
         if self.async_rollouts is not None:
             self.async_rollouts.completed(self.step)                     # lets the producer run ahead
-        return {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
-                "lr": self.sched.get_last_lr()[0], "time/step_s": time.perf_counter() - t0}
+        out = {**metrics, **filter_metrics, **adv_metrics, **update_metrics,
+               "lr": self.sched.get_last_lr()[0], "time/step_s": time.perf_counter() - t0}
+        if str(self.policy.device).startswith("cuda"):  # this step's peak, then reset
+            out["perf/gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+            torch.cuda.reset_peak_memory_stats()
+        return out
 
     # -- components ---------------------------------------------------------------------------
     def sampling(self, greedy: bool = False) -> SamplingParams:
@@ -320,6 +335,8 @@ class RLTrainer:
         temp = self.cfg.sampling.temperature or 1.0
         recompute = self.cfg.trainer.old_logprobs == "recompute"
         self.actor.eval()
+        if self.critic is not None:
+            self.critic.eval()
         mbs = list(self._batches(samples, self.cfg.trainer.micro_batch_size))
         # FSDP2: micro-batches round-robin over the ranks (padded: equal forward counts), then gathered.
         mine, _ = D.round_robin(len(mbs), self.dist.rank, self.dist.world)
@@ -330,15 +347,18 @@ class RLTrainer:
             lens = [len(s.input_ids) for s in mb]
             old, ref, vals = [], [], []
             if recompute:
-                lp, _ = forward_logprobs(self.actor, batch, temp)
+                with self.precision.autocast():
+                    lp, _ = forward_logprobs(self.actor, batch, temp)
                 old = [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
             else:
                 old = [list(s.old_logprobs) for s in mb]
             if self.ref is not None:
-                lp, _ = forward_logprobs(self.ref, batch, temp)
+                with self.precision.autocast():
+                    lp, _ = forward_logprobs(self.ref, batch, temp)
                 ref = [row[:n].tolist() for row, n in zip(lp, lens, strict=True)]
             if self.critic is not None:
-                v = self.critic(batch)
+                with self.precision.autocast():
+                    v = self.critic(batch)
                 vals = [row[:n].tolist() for row, n in zip(v, lens, strict=True)]
             if j is not None:
                 done[j] = (old, ref, vals)
@@ -357,6 +377,8 @@ class RLTrainer:
         stats: dict[str, list[float]] = {}
         skipped = 0
         self.actor.train()
+        if self.critic is not None:  # train mode: activation checkpointing applies to it too
+            self.critic.train()
         for _ in range(c.ppo_epochs):
             order = torch.randperm(len(samples), generator=gen).tolist()
             for start in range(0, len(order), c.mini_batch_size):
@@ -412,7 +434,8 @@ class RLTrainer:
         mask = batch["loss_mask"]
         share = float(mask.sum()) / total_tokens if a.loss_agg == "token-mean" else len(mi) / len(idx)
         stats: dict[str, float] = {}
-        lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
+        with self.precision.autocast():
+            lp, ent = forward_logprobs(self.actor, batch, temp, with_entropy=True)
         weights = None
         if a.off_policy != "none":  # decoupled PPO / TIS: pi_prox / pi_behaviour per token
             weights = algos.behaviour_weights(batch["old"], batch["rollout_logprobs"], mask, a.is_cap)
@@ -427,7 +450,8 @@ class RLTrainer:
             total = total + a.kl_coef * kl
             stats["actor/kl"] = float(kl.detach())
         if self.critic is not None:
-            v = self.critic(batch)
+            with self.precision.autocast():
+                v = self.critic(batch)
             vloss = 0.5 * (((v - batch["returns"]) ** 2) * mask).sum() / mask.sum().clamp(min=1)
             total = total + a.value_coef * vloss
             stats["loss/value"] = float(vloss.detach())

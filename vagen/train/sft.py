@@ -26,7 +26,7 @@ from vagen.rollout.context import ContextBuilder, Sample
 from vagen.rollout.records import Trajectory, TurnRecord
 from vagen.train.batch import collate
 from vagen.train.metrics import MetricsLogger
-from vagen.train.model import forward_logprobs
+from vagen.train.model import MixedPrecision, forward_logprobs
 from vagen.train.rl import lr_lambda, seed_everything
 
 logger = logging.getLogger(__name__)
@@ -127,6 +127,8 @@ def run_sft(cfg: SFTConfig) -> dict[str, Any]:
                              max_images=cfg.prompt.max_images or None)
     samples = load_samples(cfg.data, builder, cfg.max_length)
     model = policy.model
+    precision = MixedPrecision(policy.dtype, policy.device, cfg.model.master_weights)
+    precision.promote(model)  # bf16 checkpoints: fp32 master weights, bf16 autocast
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.lr_schedule, cfg.warmup_steps, cfg.steps))
     metrics = MetricsLogger(out, cfg.model_dump(mode="json"))
@@ -140,7 +142,8 @@ def run_sft(cfg: SFTConfig) -> dict[str, Any]:
             order += torch.randperm(len(samples), generator=gen).tolist()
         idx, order = order[: cfg.batch_size], order[cfg.batch_size:]
         batch = collate([samples[i] for i in idx], policy)
-        lp, _ = forward_logprobs(model, batch)
+        with precision.autocast():
+            lp, _ = forward_logprobs(model, batch)
         mask = batch["loss_mask"]
         loss = -(lp * mask).sum() / mask.sum().clamp(min=1)
         opt.zero_grad(set_to_none=True)
@@ -155,6 +158,8 @@ def run_sft(cfg: SFTConfig) -> dict[str, Any]:
                                "grad_norm": float(grad_norm), "time/elapsed_s": time.perf_counter() - t0})
             losses = []
     final = out / "final"
+    if precision.enabled:
+        model.to(policy.dtype)  # the master copy trained in fp32; export in the checkpoint's dtype
     model.save_pretrained(final)
     policy.processor.save_pretrained(final)
     metrics.close()
