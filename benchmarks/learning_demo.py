@@ -54,15 +54,27 @@ def main() -> None:
     ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train")
     ap.add_argument("--observation", default="text", choices=["text", "image"],
                     help="what the agent sees (image: the rendered frame through the vision tower)")
+    ap.add_argument("--hidden", type=int, default=None, help="a wider tiny model (text width; default: tiny's 64)")
+    ap.add_argument("--layers", type=int, default=None, help="a deeper tiny model (default: tiny's 2)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
     args.demos = args.demos or (1500 if sokoban else 300)
     args.sft_steps = args.sft_steps or (2000 if sokoban else 600)
     base = ROOT / args.out / (args.env if args.observation == "text" else f"{args.env}-{args.observation}")
+    model, tag = "tiny", ""
+    if args.hidden or args.layers:  # a wider/deeper tiny model, built once (same tokenizer and processor)
+        from vagen.models import build_tiny_model
+
+        hidden, layers = args.hidden or 64, args.layers or 2
+        tag = f"-h{hidden}-l{layers}"
+        model_dir = base / f"model{tag}"
+        if not (model_dir / "vagen_tiny.json").exists():
+            build_tiny_model(model_dir, hidden=hidden, layers=layers)
+        model = str(model_dir)
     # Images: 28 px cells, so each cell is one merged 2x2-patch visual token of the Qwen-VL processor.
     obs = [] if args.observation == "text" else [f"env.params.observation={args.observation}", "env.params.cell_px=28"]
-    out = base / args.advantage
+    out = base / f"{args.advantage}{tag}"
     demos = base / f"demos-n{args.demos}"
     env_opts = {"frozenlake": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=8"],
                 "sokoban": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
@@ -76,10 +88,10 @@ def main() -> None:
     for seed in args.seeds:
         ts = time.perf_counter()
         # The SFT start (and its evaluation) is shared by every estimator run on this seed.
-        sft_dir = base / f"sft-s{seed}-n{args.demos}-k{args.sft_steps}"
+        sft_dir = base / f"sft-s{seed}-n{args.demos}-k{args.sft_steps}{tag}"
         if not (sft_dir / "start_eval.json").exists():
             sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
-                "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", "model.device=cpu", f"seed={seed}", "log_every=100"])
+                "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", f"model.path={model}", "model.device=cpu", f"seed={seed}", "log_every=100"])
             start = evaluate(args.env, str(sft_dir / "final"), args.episodes, obs)
             (sft_dir / "start_eval.json").write_text(json.dumps({**start, "sft_s": time.perf_counter() - ts}))
         start = json.loads((sft_dir / "start_eval.json").read_text())

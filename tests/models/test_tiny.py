@@ -76,3 +76,23 @@ def test_resolve_model_path():
     assert resolve_model_path("/some/dir") == "/some/dir"
     with pytest.raises(ValueError, match="allowed"):
         resolve_model_path("tiny:gpt")
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_wider_deeper_variant_builds_and_generates(tmp_path, arch, rgb_image):
+    """``hidden`` / ``layers`` give a bigger model of the same family (same tokenizer), e.g. for
+    the learning demo's capacity experiments; bad sizes are refused."""
+    from vagen.policy import SamplingParams
+    from vagen.policy.hf import HFPolicy
+
+    path = build_tiny_model(tmp_path / "w", arch=arch, hidden=128, layers=3)
+    info = json.loads((path / "vagen_tiny.json").read_text())
+    assert (info["hidden"], info["layers"]) == (128, 3)
+    policy = HFPolicy(path, device="cpu")
+    text = policy.model.config.text_config
+    assert (text.hidden_size, text.num_hidden_layers) == (128, 3)
+    chat = [{"role": "user", "content": [{"type": "image", "image": rgb_image}, {"type": "text", "text": "hi"}]}]
+    gen = policy.generate([chat], SamplingParams(max_tokens=5, seed=0))[0]
+    assert gen.token_ids and len(gen.logprobs) == len(gen.token_ids)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        build_tiny_model(tmp_path / "bad", arch=arch, hidden=100)

@@ -187,7 +187,7 @@ def _special_ids(tokenizer) -> dict[str, int]:
     return ids
 
 
-def _model_config(arch: Arch, vocab: int, ids: dict[str, int]):
+def _model_config(arch: Arch, vocab: int, ids: dict[str, int], hidden: int = 64, layers: int = 2):
     common_ids = dict(
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -196,11 +196,11 @@ def _model_config(arch: Arch, vocab: int, ids: dict[str, int]):
     )
     text = dict(
         vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=hidden // 32,  # head_dim 32 whatever the width
+        num_key_value_heads=max(1, hidden // 64),
         max_position_embeddings=4096,
         rms_norm_eps=1e-6,
         bos_token_id=ids["<|endoftext|>"],
@@ -213,14 +213,14 @@ def _model_config(arch: Arch, vocab: int, ids: dict[str, int]):
         from transformers import Qwen2_5_VLConfig
 
         vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, patch_size=14,
-                      spatial_merge_size=2, temporal_patch_size=2, window_size=56, out_hidden_size=64,
+                      spatial_merge_size=2, temporal_patch_size=2, window_size=56, out_hidden_size=hidden,
                       fullatt_block_indexes=[1])
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common_ids)
     from transformers import Qwen3VLConfig
 
     text = dict(text, head_dim=32, rope_parameters=dict(text["rope_parameters"], mrope_interleaved=True))
     vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, patch_size=16,
-                  spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=64,
+                  spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=hidden,
                   num_position_embeddings=64, deepstack_visual_indexes=[1])
     return Qwen3VLConfig(text_config=text, vision_config=vision, **common_ids)
 
@@ -249,11 +249,13 @@ def _processor(arch: Arch, tokenizer):
 
 
 def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed: int = 0,
-                     vocab_size: int = 1024) -> Path:
+                     vocab_size: int = 1024, hidden: int = 64, layers: int = 2) -> Path:
     """Write a tiny random Qwen-VL checkpoint to `out_dir` and return its path.
 
-    Deterministic for a given (arch, seed, vocab_size): the tokenizer is trained on a
-    corpus generated from `seed` and the weights are drawn after `torch.manual_seed(seed)`.
+    Deterministic for a given (arch, seed, vocab_size, hidden, layers): the tokenizer is trained
+    on a corpus generated from `seed` and the weights are drawn after `torch.manual_seed(seed)`.
+    ``hidden`` / ``layers`` widen / deepen the text decoder (head dim stays 32) and the vision
+    tower's output for experiments that need more capacity; the defaults are `tiny`.
     """
     if arch not in ARCHES:
         raise ValueError(f"unknown tiny arch {arch!r}; allowed: {', '.join(ARCHES)}")
@@ -264,7 +266,9 @@ def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _build_tokenizer(vocab_size, seed)
     ids = _special_ids(tokenizer)
-    config = _model_config(arch, len(tokenizer), ids)
+    if hidden % 32 or hidden < 64 or layers < 1:
+        raise ValueError("hidden must be a multiple of 32 (>= 64) and layers >= 1")
+    config = _model_config(arch, len(tokenizer), ids, hidden, layers)
     torch.manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -282,6 +286,7 @@ def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed
     _processor(arch, tokenizer).save_pretrained(out)
     (out / "vagen_tiny.json").write_text(json.dumps(
         {"arch": arch, "seed": seed, "vocab_size": vocab_size, "recipe": TINY_RECIPE_VERSION,
+         "hidden": hidden, "layers": layers,
          "parameters": sum(p.numel() for p in model.parameters())}, indent=2))
     return out
 
