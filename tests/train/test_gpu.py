@@ -8,6 +8,7 @@ tests/policy/test_vllm.py.
 import pytest
 import torch
 
+from tests.train.test_precision import rollout_and_recomputed_logprobs
 from tests.train.test_trainer import FAST
 from vagen.config import load_config
 from vagen.train.rl import RLTrainer
@@ -39,12 +40,7 @@ def test_cuda_bf16_steps_with_critic_and_reference(tmp_path):
 
 def test_cuda_rollout_and_training_logprobs_agree(tmp_path):
     tr = _trainer(tmp_path, "algo.advantage=grpo", "trainer.old_logprobs=rollout")
-    trajs, _ = tr.produce(1)
-    samples = tr.samples([t for t in trajs if t.turns])
-    rollout = torch.tensor([lp for s in samples for lp, m in zip(s.old_logprobs, s.loss_mask, strict=True) if m])
-    tr.cfg.trainer.old_logprobs = "recompute"
-    new, _, _ = tr.score(samples)
-    recomputed = torch.tensor([lp for s, row in zip(samples, new, strict=True) for lp, m in zip(row, s.loss_mask, strict=True) if m])
+    rollout, recomputed = rollout_and_recomputed_logprobs(tr)
     assert rollout.numel() > 0 and (rollout - recomputed).abs().mean() < 0.05
     tr.close()
 

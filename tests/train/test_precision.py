@@ -47,17 +47,23 @@ def test_bf16_training_keeps_fp32_master_weights_and_small_updates(tmp_path):
     pure.close()
 
 
+def rollout_and_recomputed_logprobs(tr) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch's response-token log-probs as generated vs as the training forward recomputes them."""
+    trajs, _ = tr.produce(1)
+    samples = tr.samples([t for t in trajs if t.turns])
+    rollout = torch.tensor([lp for s in samples for lp, m in zip(s.old_logprobs, s.loss_mask, strict=True) if m])
+    tr.cfg.trainer.old_logprobs = "recompute"
+    new, _, _ = tr.score(samples)
+    recomputed = torch.tensor([lp for s, row in zip(samples, new, strict=True)
+                               for lp, m in zip(row, s.loss_mask, strict=True) if m])
+    return rollout, recomputed
+
+
 def test_bf16_rollout_logprobs_match_the_training_forward(tmp_path):
     """Generation (autocast bf16 over fp32 weights) and the trainer's recomputation score the
     same tokens alike: the PPO ratio starts near 1."""
     tr = _trainer(tmp_path, "algo.advantage=grpo", "trainer.old_logprobs=rollout")
-    trajs, _ = tr.produce(1)
-    samples = tr.samples([t for t in trajs if t.turns])
-    rollout = torch.tensor([lp for s in samples for lp, m in zip(s.old_logprobs, s.loss_mask, strict=True) if m])
-    old, _, _ = tr.score(samples)  # rollout logprobs (old_logprobs=rollout) ...
-    tr.cfg.trainer.old_logprobs = "recompute"
-    new, _, _ = tr.score(samples)  # ... vs the training forward under autocast
-    recomputed = torch.tensor([lp for s, row in zip(samples, new, strict=True) for lp, m in zip(row, s.loss_mask, strict=True) if m])
+    rollout, recomputed = rollout_and_recomputed_logprobs(tr)
     assert rollout.numel() > 0 and rollout.shape == recomputed.shape
     assert (rollout - recomputed).abs().mean() < 0.05
     tr.close()
