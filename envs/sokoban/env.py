@@ -14,14 +14,18 @@ from envs.sokoban.levels import generate_level, solve
 
 # Symbols follow VAGEN's text rendering (ASCII only: '*' is a box on a target).
 WALL, FLOOR, TARGET, BOX, BOX_ON_TARGET, PLAYER, PLAYER_ON_TARGET = "#", "_", "O", "X", "*", "P", "S"
-REWARD_PRESETS = ("shaped", "sparse")
+REWARD_PRESETS = ("shaped", "sparse", "progress")
 
 
 @dataclass
 class SokobanConfig(GridConfig):
     """Sokoban options. ``reward="shaped"`` is VAGEN/gym-sokoban's scheme (-0.1 per
     action, +1 box onto target, -1 box off target, +10 solved); ``"sparse"`` gives 1 on
-    solving and 0 otherwise."""
+    solving and 0 otherwise; ``"progress"`` is potential-based shaping (Ng, Harada &
+    Russell 1999) with the solver's distance-to-go d(s) (fewest moves that solve from s):
+    ``progress_reward * (d(s) - d(s'))`` per move, ``deadlock_penalty`` for the move that
+    makes the level unsolvable (nothing after it), and 1 on solving — so every move is
+    credited at once while the optimal policy stays the sparse reward's."""
 
     dim_room: tuple[int, int] = (6, 6)
     num_boxes: int = 1
@@ -33,6 +37,8 @@ class SokobanConfig(GridConfig):
     step_penalty: float = -0.1
     box_on_target_reward: float = 1.0
     solve_reward: float = 10.0
+    progress_reward: float = 0.1
+    deadlock_penalty: float = -1.0
 
     def validate(self) -> None:
         super().validate()
@@ -44,6 +50,19 @@ class SokobanConfig(GridConfig):
             raise ValueError(f"reward must be one of {', '.join(REWARD_PRESETS)}, got {self.reward!r}")
         if self.min_solution_length > self.max_solution_length:
             raise ValueError("min_solution_length must be <= max_solution_length")
+        if self.progress_reward < 0:
+            raise ValueError(f"progress_reward must be >= 0, got {self.progress_reward}")
+        if self.deadlock_penalty > 0:
+            raise ValueError(f"deadlock_penalty must be <= 0 (it is a penalty), got {self.deadlock_penalty}")
+
+
+@lru_cache(maxsize=65536)
+def distance_to_go(rows: int, cols: int, walls: frozenset, targets: tuple, boxes: tuple, player: tuple,
+                   max_nodes: int) -> int | None:
+    """Fewest moves that solve the level from this configuration (None: unsolvable, or the
+    solver gave up after ``max_nodes`` states). Cached: the rollouts of a group revisit states."""
+    path = solve(rows, cols, walls, targets, boxes, player, max_nodes)
+    return None if path is None else len(path)
 
 
 @lru_cache(maxsize=32)
@@ -138,6 +157,12 @@ class SokobanEnv(GridEnv):
         self.targets = frozenset(self.level.targets)
         self.boxes = set(self.level.boxes)
         self.player = self.level.player
+        self._distance = len(self.level.solution)
+
+    def _distance_to_go(self) -> int | None:
+        c = self.config
+        return distance_to_go(c.dim_room[0], c.dim_room[1], self.walls, tuple(sorted(self.targets)),
+                              tuple(sorted(self.boxes)), self.player, c.solver_max_nodes)
 
     def _apply_move(self, direction: str) -> tuple[float, bool, bool]:
         c = self.config
@@ -156,6 +181,10 @@ class SokobanEnv(GridEnv):
                 reward += c.box_on_target_reward * ((beyond in self.targets) - (nxt in self.targets))
         self.player = nxt
         solved = self._success()
+        if c.reward == "progress":
+            before, self._distance = self._distance, (0 if solved else self._distance_to_go())
+            if before is not None:  # after a deadlock nothing more is credited
+                reward += c.deadlock_penalty if self._distance is None else c.progress_reward * (before - self._distance)
         if solved:
             reward += c.solve_reward if c.reward == "shaped" else 1.0
         return reward, True, solved

@@ -135,6 +135,45 @@ def test_shaped_and_sparse_sokoban_rewards():
             assert total == pytest.approx(expected)
 
 
+
+def test_progress_reward_is_the_solver_distance_difference():
+    """reward=progress: +scale per move closer to solved, -scale per move away, 0 for a
+    bump, the deadlock penalty once for the move that makes the level unsolvable, +1 on
+    solving; along an optimal plan the total is scale * length + 1."""
+    env = envs.make("sokoban", observation="text", reward="progress", max_actions_per_turn=1, max_turns=1000)
+    _, info = env.reset(seed=3)
+    plan = env.solve_state(info["state"])
+    rewards = [env.step(a)[1] for a in plan]
+    assert rewards[:-1] == pytest.approx([0.1] * (len(plan) - 1)) and rewards[-1] == pytest.approx(1.1)
+    # Every move of random play is credited by how the distance-to-go changed.
+    rng = np.random.default_rng(0)
+    seen = {"away": 0, "bump": 0, "deadlock": 0}
+    for seed in range(40):
+        _, info = env.reset(seed=seed)
+        dist = len(env.solve_state(info["state"]))
+        for _ in range(15):
+            _, r, term, _, info = env.step(str(rng.choice(["Up", "Down", "Left", "Right"])))
+            if dist is None:
+                assert r == 0.0  # already dead: nothing more to credit
+                continue
+            plan = env.solve_state(info["state"])
+            new = None if plan is None else len(plan)
+            if new is None:
+                assert r == pytest.approx(-1.0)
+                seen["deadlock"] += 1
+            elif not info["action_effective"]:
+                assert r == 0.0 and new == dist
+                seen["bump"] += 1
+            else:
+                assert r == pytest.approx(0.1 * (dist - new) + (1.0 if info["success"] else 0.0))
+                seen["away"] += new > dist
+            dist = new
+            if term:
+                break
+    assert min(seen.values()) > 0, seen
+    with pytest.raises(ValueError, match="deadlock_penalty"):
+        envs.make("sokoban", reward="progress", deadlock_penalty=0.5)
+
 def test_frozenlake_hole_ends_episode_without_success():
     env = envs.make("frozenlake", observation="text", size=4)
     for seed in range(200):
