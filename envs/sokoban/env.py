@@ -161,7 +161,7 @@ class SokobanEnv(GridEnv):
 
     def _distance_to_go(self) -> int | None:
         c = self.config
-        return distance_to_go(c.dim_room[0], c.dim_room[1], self.walls, tuple(sorted(self.targets)),
+        return distance_to_go(c.dim_room[0], c.dim_room[1], self.walls, self.level.targets,
                               tuple(sorted(self.boxes)), self.player, c.solver_max_nodes)
 
     def _apply_move(self, direction: str) -> tuple[float, bool, bool]:

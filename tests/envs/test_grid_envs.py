@@ -135,7 +135,6 @@ def test_shaped_and_sparse_sokoban_rewards():
             assert total == pytest.approx(expected)
 
 
-
 def test_progress_reward_is_the_solver_distance_difference():
     """reward=progress: +scale per move closer to solved, -scale per move away, 0 for a
     bump, the deadlock penalty once for the move that makes the level unsolvable, +1 on
@@ -173,6 +172,7 @@ def test_progress_reward_is_the_solver_distance_difference():
     assert min(seen.values()) > 0, seen
     with pytest.raises(ValueError, match="deadlock_penalty"):
         envs.make("sokoban", reward="progress", deadlock_penalty=0.5)
+
 
 def test_frozenlake_hole_ends_episode_without_success():
     env = envs.make("frozenlake", observation="text", size=4)

@@ -259,6 +259,8 @@ def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed
     """
     if arch not in ARCHES:
         raise ValueError(f"unknown tiny arch {arch!r}; allowed: {', '.join(ARCHES)}")
+    if hidden % 32 or hidden < 64 or layers < 1:
+        raise ValueError("hidden must be a multiple of 32 (>= 64) and layers >= 1")
     import torch
     from transformers import AutoModelForImageTextToText, GenerationConfig
 
@@ -266,8 +268,6 @@ def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _build_tokenizer(vocab_size, seed)
     ids = _special_ids(tokenizer)
-    if hidden % 32 or hidden < 64 or layers < 1:
-        raise ValueError("hidden must be a multiple of 32 (>= 64) and layers >= 1")
     config = _model_config(arch, len(tokenizer), ids, hidden, layers)
     torch.manual_seed(seed)
     with torch.random.fork_rng():
