@@ -11,6 +11,7 @@ vs end per seed, the mean gain and wall times; RESULTS.md records it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -56,6 +57,8 @@ def main() -> None:
                     help="what the agent sees (image: the rendered frame through the vision tower)")
     ap.add_argument("--hidden", type=int, default=None, help="a wider tiny model (text width; default: tiny's 64)")
     ap.add_argument("--layers", type=int, default=None, help="a deeper tiny model (default: tiny's 2)")
+    ap.add_argument("--env-params", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="env options for demos, training and evaluation, e.g. max_solution_length=5 max_turns=8")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
@@ -75,11 +78,18 @@ def main() -> None:
     # Images: 28 px cells, so each cell is one merged 2x2-patch visual token of the Qwen-VL processor.
     obs = [] if args.observation == "text" else [f"env.params.observation={args.observation}", "env.params.cell_px=28"]
     out = base / f"{args.advantage}{tag}"
-    demos = base / f"demos-n{args.demos}"
+    # Env options change the levels: their demos and SFT starts get their own directories.
+    etag = "-" + hashlib.sha1(" ".join(args.env_params).encode()).hexdigest()[:6] if args.env_params else ""
+    demos = base / f"demos-n{args.demos}{etag}"
     env_opts = {"frozenlake": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=8"],
                 "sokoban": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
                             "min_solution_length=3", "max_solution_length=10", "reward=sparse"]}[args.env]
     env_opts += ["cell_px=28"] if args.observation == "image" else []
+    # Extra env options reach the demos (last one wins) and every train/eval config; a turn
+    # limit also sets the rollout's.
+    env_opts += args.env_params
+    obs += [f"env.params.{kv}" for kv in args.env_params]
+    obs += [f"rollout.{kv}" for kv in args.env_params if kv.startswith("max_turns=")]
     t0 = time.perf_counter()
     if not (demos / "samples.jsonl").exists():
         sh(["demos", args.env, "--n", str(args.demos), "--out", str(demos), "--format", "no_think",
@@ -88,7 +98,7 @@ def main() -> None:
     for seed in args.seeds:
         ts = time.perf_counter()
         # The SFT start (and its evaluation) is shared by every estimator run on this seed.
-        sft_dir = base / f"sft-s{seed}-n{args.demos}-k{args.sft_steps}{tag}"
+        sft_dir = base / f"sft-s{seed}-n{args.demos}-k{args.sft_steps}{tag}{etag}"
         if not (sft_dir / "start_eval.json").exists():
             sh(["sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={args.sft_steps}",
                 "batch_size=32", "lr=1e-3", f"out_dir={sft_dir}", f"model.path={model}", "model.device=cpu", f"seed={seed}", "log_every=100"])
