@@ -1,4 +1,5 @@
 import envs
+import envs.grid
 from envs.base import EnvInfraError
 from vagen.policy import SamplingParams
 from vagen.prompts import AgentConfig, AgentEnv
@@ -66,3 +67,38 @@ def test_rollouts_are_reproducible_with_a_sample_seed(tiny_policy):
     a, _ = RolloutManager(make, tiny_policy, builder).collect([2], 2, SamplingParams(max_tokens=8), sample_seed=9)
     b, _ = RolloutManager(make, tiny_policy, builder).collect([2], 2, SamplingParams(max_tokens=8), sample_seed=9)
     assert [[u.response_ids for u in t.turns] for t in a] == [[u.response_ids for u in t.turns] for t in b]
+
+
+class ScriptedBumpEnv(AgentEnv):
+    """Ignores the model: first walks into a wall, then answers out of format."""
+
+    def reset(self, *, seed=None, options=None):
+        self._steps = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, response):
+        self._steps += 1
+        if self._steps > 1:
+            return super().step("no tags at all")
+        inner = self.env.unwrapped
+        r, c = inner.player
+        move = next(d for d, (dr, dc) in envs.grid.DIRECTIONS.items() if (r + dr, c + dc) in inner.walls)
+        return super().step(self.patch_response(move))
+
+
+def test_anchor_ignores_feedback_on_the_previous_step(tiny_policy):
+    """A bump and a malformed answer leave the map as it was: with ``anchor=state`` the three
+    turns share one GiGPO anchor (the env's "Nothing changed." and the format note are history);
+    with ``anchor=observation`` they are three different anchors."""
+    builder = ContextBuilder(tiny_policy.processor)
+    keys = {}
+    for mode in ("state", "observation"):
+        mgr = RolloutManager(lambda: ScriptedBumpEnv(envs.make("sokoban", observation="text", max_turns=3), AgentConfig()),
+                             tiny_policy, builder, RolloutLimits(max_turns=3, anchor=mode))
+        trajs, _ = mgr.collect([4], 1, SamplingParams(max_tokens=4), sample_seed=0)
+        turns = trajs[0].turns
+        assert len(turns) == 3 and not turns[0].action_effective and not turns[1].format_ok
+        keys[mode] = [u.anchor_key for u in turns]
+    assert len(set(keys["state"])) == 1
+    assert len(set(keys["observation"])) == 3
+    assert keys["observation"][0] == keys["state"][0]  # the first observation carries no feedback

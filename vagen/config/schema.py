@@ -106,6 +106,9 @@ class RolloutConfig(Section):
     max_tokens_per_trajectory: int = Field(2048, ge=1)
     #: Semi-online RL (env replay): how an env-patched turn appears in later history.
     patch_mode: Literal["thought_free", "off_policy", "on_policy"] = "thought_free"
+    #: GiGPO anchor states: ``state`` = the observation without the env's feedback on the
+    #: previous step; ``observation`` = the observation as shown (feedback included).
+    anchor: Literal["state", "observation"] = "state"
 
 
 class AlgoConfig(Section):

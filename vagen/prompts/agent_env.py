@@ -155,6 +155,7 @@ class AgentEnv(gym.Wrapper):
         if not parsed.format_ok:
             note = f"Your response did not follow the format ({'; '.join(parsed.errors)}). Answer as {self.fmt.template()}."
             obs = {**obs, "text": f"{note}\n{obs['text']}"}
+            info = {**info, "format_note": note}  # history, like the env's feedback (not a GiGPO anchor part)
         info = {**info, "reward_parts": parts, "parsed": parsed.as_dict(), "format_ok": parsed.format_ok,
                 "world_model": wm}
         info["metrics"] = {**info.get("metrics", {}), "format_ok": float(parsed.format_ok),

@@ -41,6 +41,10 @@ class RolloutLimits:
     #: reasoning), ``off_policy`` (with the expert's stored thought), ``on_policy`` (with a
     #: reasoning the current policy writes given the expert action as a hint).
     patch_mode: str = "thought_free"
+    #: GiGPO anchors: ``state`` hashes the observation without the env's feedback on the
+    #: previous step (the same map groups whatever move led to it); ``observation`` hashes
+    #: the observation as shown.
+    anchor: str = "state"
 
 
 class RolloutManager:
@@ -83,6 +87,8 @@ class RolloutManager:
         resets = await asyncio.gather(*(self._call(e.reset, seed=t.seed) for e, t in zip(envs, trajs, strict=True)),
                                       return_exceptions=True)
         obs: list[dict[str, Any] | None] = [None] * n
+        # The env's and the agent layer's notes on the step that produced obs[i]: not part of the anchor.
+        feedback: list[tuple[str, ...]] = [()] * n
         for i, r in enumerate(resets):
             if isinstance(r, EnvInfraError):
                 self._drop(trajs[i], f"reset: {r}")
@@ -103,7 +109,8 @@ class RolloutManager:
                 capped = images and self.builder.max_images is not None
                 text_ids = self.builder.text_user_ids(parts) if capped else None
                 ctx = self.builder.context(trajs[i], user_ids, images)
-                segments[i] = (user_ids, images, text_ids, anchor_key(obs[i]))
+                akey = anchor_key(obs[i], feedback[i] if self.limits.anchor == "state" else ())
+                segments[i] = (user_ids, images, text_ids, akey)
                 contexts.append((i, ctx))
             ready = []
             for i, ctx in contexts:
@@ -140,6 +147,7 @@ class RolloutManager:
                 if isinstance(result, BaseException):
                     raise result
                 obs[i], _, terminated, truncated, info = result
+                feedback[i] = (str(info.get("feedback") or ""), str(info.get("format_note") or ""))
                 parts = info["reward_parts"]
                 trajs[i].turns.append(TurnRecord(
                     group_id=trajs[i].group_id, traj_id=i, turn=turn, user_ids=user_ids, images=list(images),

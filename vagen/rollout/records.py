@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,9 +81,20 @@ class Trajectory:
                 "dropped": self.dropped, "responses": [t.response_text for t in self.turns]}
 
 
-def anchor_key(obs: dict[str, Any]) -> str:
-    """Hash of an observation alone (text + image bytes), for grouping identical states."""
-    h = hashlib.sha1(obs.get("text", "").encode())
+def anchor_key(obs: dict[str, Any], feedback: str | Sequence[str] = ()) -> str:
+    """Hash of an observation alone (text + image bytes), for grouping identical states.
+
+    ``feedback`` holds the env's note on the *previous* step (``info["feedback"]``: "Executed
+    actions: Left. Nothing changed.") and the agent layer's format note; they are history,
+    not state, so they are cut from the text before hashing — otherwise the same map reached by different moves, or left unchanged by
+    a bump, would be different anchors and GiGPO could not compare the moves made from it."""
+    text = obs.get("text", "")
+    for note in [feedback] if isinstance(feedback, str) else feedback:
+        if note and note in text:
+            text = text.replace(note, "", 1)
+    # Cutting a note leaves its line break behind: compare non-blank lines only.
+    text = "\n".join(line for line in text.split("\n") if line.strip())
+    h = hashlib.sha1(text.encode())
     for img in obs.get("images", ()):
         arr = np.ascontiguousarray(img)
         h.update(json.dumps(arr.shape).encode())

@@ -91,7 +91,7 @@ def rollout_side(cfg: TrainConfig, processor, parts: int = 1):
         return AgentEnv(envs.make(cfg.env.name, **params), acfg)
 
     return builder, make_env, pool, RolloutLimits(cfg.rollout.max_turns, cfg.rollout.max_tokens_per_trajectory,
-                                                  patch_mode=cfg.rollout.patch_mode)
+                                                  patch_mode=cfg.rollout.patch_mode, anchor=cfg.rollout.anchor)
 
 
 class RLTrainer:
