@@ -48,7 +48,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--advantage", default="grpo")
     ap.add_argument("--demos", type=int, default=None, help="default: 300 (frozenlake), 1500 (sokoban)")
-    ap.add_argument("--sft-steps", type=int, default=None, help="default: 600 (frozenlake), 2000 (sokoban)")
+    ap.add_argument("--sft-steps", type=int, default=None, help="default: 600 (frozenlake), 1000 (sokoban)")
     ap.add_argument("--rl-steps", type=int, default=40)
     ap.add_argument("--episodes", type=int, default=800)
     ap.add_argument("--out", default="runs/learning_demo")
@@ -63,7 +63,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
     args.demos = args.demos or (1500 if sokoban else 300)
-    args.sft_steps = args.sft_steps or (2000 if sokoban else 600)
+    args.sft_steps = args.sft_steps or (1000 if sokoban else 600)
     base = ROOT / args.out / (args.env if args.observation == "text" else f"{args.env}-{args.observation}")
     model, tag = "tiny", ""
     if args.hidden or args.layers:  # a wider/deeper tiny model, built once (same tokenizer and processor)
@@ -82,8 +82,8 @@ def main() -> None:
     etag = "-" + hashlib.sha1(" ".join(args.env_params).encode()).hexdigest()[:6] if args.env_params else ""
     demos = base / f"demos-n{args.demos}{etag}"
     env_opts = {"frozenlake": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=8"],
-                "sokoban": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=12", "dim_room=[6,6]",
-                            "min_solution_length=3", "max_solution_length=10", "reward=sparse"]}[args.env]
+                "sokoban": [f"observation={args.observation}", "max_actions_per_turn=1", "max_turns=8", "dim_room=[6,6]",
+                            "min_solution_length=1", "max_solution_length=5", "reward=sparse"]}[args.env]
     env_opts += ["cell_px=28"] if args.observation == "image" else []
     # Extra env options reach the demos (last one wins) and every train/eval config; a turn
     # limit also sets the rollout's.
