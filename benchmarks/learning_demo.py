@@ -46,10 +46,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--env", default="frozenlake")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--advantage", default="grpo")
+    ap.add_argument("--advantage", default=None, help="default: the demo preset's algo.advantage")
     ap.add_argument("--demos", type=int, default=None, help="default: 300 (frozenlake), 1500 (sokoban)")
     ap.add_argument("--sft-steps", type=int, default=None, help="default: 600 (frozenlake), 1000 (sokoban)")
-    ap.add_argument("--rl-steps", type=int, default=40)
+    ap.add_argument("--rl-steps", type=int, default=None, help="default: the demo preset's trainer.steps")
     ap.add_argument("--episodes", type=int, default=800)
     ap.add_argument("--out", default="runs/learning_demo")
     ap.add_argument("--rl", nargs="*", default=[], help="extra overrides for vagen train")
@@ -62,6 +62,10 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
+    if args.advantage is None:
+        from vagen.config import load_config
+
+        args.advantage = load_config(f"train/{args.env}-demo", []).algo.advantage
     args.demos = args.demos or (1500 if sokoban else 300)
     args.sft_steps = args.sft_steps or (1000 if sokoban else 600)
     base = ROOT / args.out / (args.env if args.observation == "text" else f"{args.env}-{args.observation}")
@@ -110,7 +114,7 @@ def main() -> None:
         run_dir = out / f"rl-s{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, never a resumed one
         sh(["train", args.env, "preset=demo", f"model.path={sft_dir / 'final'}", f"trainer.out_dir={run_dir}",
-            f"trainer.steps={args.rl_steps}", f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
+            *([f"trainer.steps={args.rl_steps}"] if args.rl_steps else []), f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
             "trainer.tensorboard=false", *obs, *args.rl])
         t_rl = time.perf_counter() - tr0
         final = sorted((run_dir / "checkpoints").glob("step_*"))[-1] / "model"
