@@ -1,7 +1,9 @@
 """The shortened learning demo: SFT warm start on solver demos, then RL, on CPU.
 
-Same recipe as benchmarks/learning_demo.py (seed 0); asserts that held-out sampled
-success after RL is higher than at the SFT start. Takes a few minutes: `slow` tier.
+Same recipe as benchmarks/learning_demo.py (seed 0) on FrozenLake and on Sokoban; asserts
+that held-out sampled success after RL is higher than at the SFT start. Minutes each:
+`slow` tier. Start and end are evaluated on the same held-out levels (seeded), so the
+difference is not blurred by level-to-level variation.
 """
 
 import pytest
@@ -12,29 +14,45 @@ from vagen.train.rl import RLTrainer
 
 EPISODES = 800
 
+# Per env: demos options, number of demos, SFT steps, RL steps, the margin the end must beat
+# the start by. Sokoban runs 30 of the preset's 60 steps (RESULTS.md: 30 steps gained +3.4 to
+# +5.5 points over three seeds, 60 steps +5.5 to +7.4); the margin stays below the smallest.
+RECIPES = {
+    "frozenlake": (["max_actions_per_turn=1", "max_turns=8"], 300, 600, 30, 0.02),
+    "sokoban": (["max_actions_per_turn=1", "max_turns=8", "dim_room=[6,6]", "min_solution_length=1",
+                 "max_solution_length=5", "reward=sparse"], 1500, 1000, 30, 0.01),
+}
 
-def evaluate(model_path: str, tmp_path) -> dict[str, float]:
-    cfg = load_config("train/frozenlake-demo", [f"model.path={model_path}", f"trainer.out_dir={tmp_path / 'eval'}",
-                                                "trainer.tensorboard=false"])
+
+def evaluate(env: str, model_path: str, tmp_path, greedy: bool = True) -> dict[str, float]:
+    cfg = load_config(f"train/{env}-demo", [f"model.path={model_path}", f"trainer.out_dir={tmp_path / 'eval'}",
+                                            "trainer.tensorboard=false"])
     tr = RLTrainer(cfg)
-    return {"sampled": tr.evaluate(EPISODES, greedy=False), "greedy": tr.evaluate(EPISODES, greedy=True)}
+    out = {"sampled": tr.evaluate(EPISODES, greedy=False)}
+    if greedy:
+        out["greedy"] = tr.evaluate(EPISODES, greedy=True)
+    return out
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2400)
-def test_rl_after_sft_raises_held_out_success(tmp_path):
+@pytest.mark.timeout(3000)
+@pytest.mark.parametrize("env", sorted(RECIPES))
+def test_rl_after_sft_raises_held_out_success(env, tmp_path):
+    env_opts, n_demos, sft_steps, rl_steps, margin = RECIPES[env]
     demos, sft, rl = tmp_path / "demos", tmp_path / "sft", tmp_path / "rl"
-    r = run_cli("demos", "frozenlake", "--n", "300", "--out", str(demos), "--format", "no_think",
-                "--system-prompt", "minimal", "observation=text", "max_actions_per_turn=1", "max_turns=8")
+    r = run_cli("demos", env, "--n", str(n_demos), "--out", str(demos), "--format", "no_think",
+                "--system-prompt", "minimal", "observation=text", *env_opts)
     assert r.returncode == 0, r.stderr
-    r = run_cli("sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", "steps=600",
+    r = run_cli("sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={sft_steps}",
                 "batch_size=32", "lr=1e-3", f"out_dir={sft}", "model.device=cpu", "seed=0", timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
-    start = evaluate(str(sft / "final"), tmp_path)
-    r = run_cli("train", "frozenlake", "preset=demo", f"model.path={sft / 'final'}", f"trainer.out_dir={rl}",
-                "trainer.steps=30", "trainer.seed=0", "trainer.tensorboard=false", timeout=1800)
+    # Greedy is reported by the benchmark; the test only needs (and only pays for) sampled on Sokoban.
+    start = evaluate(env, str(sft / "final"), tmp_path, greedy=env == "frozenlake")
+    r = run_cli("train", env, "preset=demo", f"model.path={sft / 'final'}", f"trainer.out_dir={rl}",
+                f"trainer.steps={rl_steps}", "trainer.seed=0", "trainer.tensorboard=false", timeout=2400)
     assert r.returncode == 0, r.stderr[-2000:]
-    end = evaluate(str(sorted((rl / "checkpoints").glob("step_*"))[-1] / "model"), tmp_path)
-    print({"start": start, "end": end})
+    end = evaluate(env, str(sorted((rl / "checkpoints").glob("step_*"))[-1] / "model"), tmp_path,
+                   greedy=env == "frozenlake")
+    print({"env": env, "start": start, "end": end})
     assert start["sampled"] > 0.2  # the warm start works at all
-    assert end["sampled"] > start["sampled"] + 0.02, (start, end)
+    assert end["sampled"] > start["sampled"] + margin, (start, end)
