@@ -62,10 +62,12 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sokoban = args.env == "sokoban"
-    if args.advantage is None:
+    if args.advantage is None or args.rl_steps is None:
         from vagen.config import load_config
 
-        args.advantage = load_config(f"train/{args.env}-demo", []).algo.advantage
+        preset = load_config(f"train/{args.env}-demo", [])
+        args.advantage = args.advantage or preset.algo.advantage
+        args.rl_steps = args.rl_steps or preset.trainer.steps
     args.demos = args.demos or (1500 if sokoban else 300)
     args.sft_steps = args.sft_steps or (1000 if sokoban else 600)
     base = ROOT / args.out / (args.env if args.observation == "text" else f"{args.env}-{args.observation}")
@@ -114,7 +116,7 @@ def main() -> None:
         run_dir = out / f"rl-s{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, never a resumed one
         sh(["train", args.env, "preset=demo", f"model.path={sft_dir / 'final'}", f"trainer.out_dir={run_dir}",
-            *([f"trainer.steps={args.rl_steps}"] if args.rl_steps else []), f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
+            f"trainer.steps={args.rl_steps}", f"trainer.seed={seed}", f"algo.advantage={args.advantage}",
             "trainer.tensorboard=false", *obs, *args.rl])
         t_rl = time.perf_counter() - tr0
         final = sorted((run_dir / "checkpoints").glob("step_*"))[-1] / "model"
