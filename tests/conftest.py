@@ -26,6 +26,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# Property tests: no per-example deadline anywhere (examples that drive a browser, desktop or
+# subprocess vary with the machine's load), and under CI a derandomized run (the same examples
+# every time, so a CI failure reproduces).
+try:
+    from hypothesis import settings as _hyp_settings
+
+    _hyp_settings.register_profile("dev", deadline=None)
+    _hyp_settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+    _hyp_settings.load_profile("ci" if IN_CI else "dev")
+except ImportError:  # hypothesis is a dev dependency
+    pass
+
 
 def _has_cuda() -> bool:
     try:
@@ -47,7 +59,22 @@ def _has_docker() -> str | None:
     return None if r.returncode == 0 else "no running Docker engine (CI starts dockerd)"
 
 
+def _xdist_group(item) -> str:
+    """Which tests must share one pytest-xdist worker (`--dist loadgroup`, scripts/test.sh).
+
+    Every `docker` test: they build the same images and some remove every container with our
+    label (`vagen sandbox down --all`). Otherwise one file: module- and session-scoped fixtures
+    (desktops, browsers, tiny models) are built once per file, not once per test."""
+    return "docker" if "docker" in item.keywords else item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            if not item.get_closest_marker("xdist_group"):
+                item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+        # longest first: the docker group (images, containers) starts at once on one worker
+        items.sort(key=lambda it: 0 if "docker" in it.keywords else 1)
     reasons: dict[str, str | None] = {}
     for item in items:
         for marker, probe in (("gpu", None), ("desktop", _has_desktop), ("docker", _has_docker)):
@@ -146,3 +173,46 @@ def synth_gui(out: Path, n: int, seed: int = 0) -> Path:
     r = run_cli("synth", "gui", "--n", str(n), "--seed", str(seed), "--out", str(out), timeout=500)
     assert r.returncode == 0, r.stderr[-2000:]
     return out
+
+
+# -- CI reporting: time per test group, and a failure summary scripts/test.sh prints last --------
+_GROUP_TIME: dict[str, float] = {}
+_FAILED: dict[str, str] = {}
+
+
+def _group_of(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return path.rsplit("/", 1)[0] if "/" in path else path
+
+
+def _first_line(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    lines = [x for x in text.splitlines() if x.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a worker: the controller aggregates what the workers send it
+    _GROUP_TIME[_group_of(report.nodeid)] = _GROUP_TIME.get(_group_of(report.nodeid), 0.0) + report.duration
+    if report.failed and report.nodeid not in _FAILED:
+        what = "" if report.when == "call" else f" (in {report.when})"
+        _FAILED[report.nodeid] = _first_line(report) + what
+
+
+def pytest_collectreport(report):
+    if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _FAILED[report.nodeid or "collection"] = _first_line(report) + " (collecting)"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if os.environ.get("PYTEST_XDIST_WORKER") or not _GROUP_TIME:
+        return
+    tr = terminalreporter
+    tr.section("time per test group (summed over tests; workers run groups side by side)")
+    for group, secs in sorted(_GROUP_TIME.items(), key=lambda kv: -kv[1]):
+        tr.write_line(f"{secs:8.1f} s  {group}")
+    out = os.environ.get("VAGEN_TEST_FAILURES")
+    if out:
+        Path(out).write_text("".join(f"{nodeid} - {msg}\n" for nodeid, msg in _FAILED.items()))

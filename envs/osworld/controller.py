@@ -56,6 +56,8 @@ log = logging.getLogger("vagen.osworld")
 
 OSWORLD_HOME = "/home/user"
 BROWSERS = ("google-chrome", "google-chrome-stable", "chromium", "chromium-browser", "vagen-chromium")
+# Signals a task may pass to pkill/killall as -N or -NAME (kept when the kill is rescoped).
+SIGNALS = {"1", "2", "9", "15", "HUP", "INT", "KILL", "TERM", "QUIT", "USR1", "USR2"}
 CHROMIUM_FLAGS = ("--no-sandbox --no-first-run --no-default-browser-check --disable-gpu --disable-dev-shm-usage "
                   "--disable-background-networking --disable-component-update --disable-sync --password-store=basic "
                   "--force-renderer-accessibility --test-type --remote-debugging-address=127.0.0.1")
@@ -191,6 +193,20 @@ class VMController:
         return ["sh", "-c", f'exec chromium {CHROMIUM_FLAGS} --remote-debugging-port={self.cdp_port} "$@"',
                 "chromium", *args]
 
+    def kill_command(self, argv: list[str]) -> list[str]:
+        """``pkill``/``killall`` of the browser, scoped to this sandbox's browser.
+
+        In a container (the vagen-chromium wrapper) the VM is the container, so the command runs
+        as written. A local sandbox shares the machine with the user's own browsers (and with
+        other sandboxes): there the kill matches only the browser that listens on this sandbox's
+        DevTools port; its renderer processes exit with it. Other targets run as written."""
+        names = [a for a in argv[1:] if not a.startswith("-")]
+        if self.has_wrapper or len(names) != 1 or Path(names[0]).name not in BROWSERS:
+            return argv
+        signal = [a for a in argv[1:] if a.startswith("-") and a.lstrip("-").upper().removeprefix("SIG")
+                  in SIGNALS]
+        return ["pkill", *signal[-1:], "-f", "--", f"--remote-debugging-port={self.cdp_port}( |$)"]
+
     # -- setup steps -------------------------------------------------------------------------
     def run_steps(self, steps: tuple[SetupStep, ...] | list[SetupStep], where: str = "config") -> None:
         for i, step in enumerate(steps):
@@ -271,7 +287,7 @@ class VMController:
                 self.wait_cdp()
                 return
             if Path(command[0]).name in ("pkill", "killall"):  # OSWorld launches these; they must finish
-                self.client.execute(command, timeout=30)
+                self.client.execute(self.kill_command(command), timeout=30)
                 time.sleep(0.3)
                 return
         self.client.launch(command, shell=shell)

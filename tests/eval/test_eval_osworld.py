@@ -1,5 +1,9 @@
 """`desktop` tier: `vagen eval osworld` on local sandboxes — oracle 100%, no-op 0%, and an
-episode whose sandbox keeps dying reported as an infrastructure error, never a 0."""
+episode whose sandbox keeps dying reported as an infrastructure error, never a 0.
+
+The CLI's mechanics (parallel envs, results rows, screenshots, the leaderboard) are checked on
+one domain of osworld-lite: every task of the suite is already played with the oracle, a no-op
+and FAIL on each provider (tests/envs/osworld/test_env_local.py, test_env_docker.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +22,16 @@ def rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
+DOMAIN = "settings"  # 7 tasks, an infeasible one among them, no slow app start
+
+
 def test_osworld_lite_oracle_all_noop_none(tmp_path):
-    n = len(load_suite("osworld-lite"))
+    n = len([t for t in load_suite("osworld-lite") if t.domain == DOMAIN])
+    assert n >= 5
     state = {"VAGEN_SANDBOX_STATE_DIR": str(tmp_path / "state")}
     for policy, expected in (("scripted:oracle", 1.0), ("scripted:noop", 0.0)):
         out = tmp_path / policy.replace(":", "-")
-        r = run_cli("eval", "osworld", "--policy", policy, "--num-envs", "2", "--max-steps", "15", "--out", str(out),
+        r = run_cli("eval", "osworld", "--policy", policy, "--domains", DOMAIN, "--num-envs", "2", "--max-steps", "15", "--out", str(out),
                     "--no-progress", env=state, timeout=1100)
         assert r.returncode == 0, r.stderr[-3000:]
         rs = rows(out)

@@ -81,14 +81,11 @@ def test_parser_survives_non_strings_and_unknown_representation():
     assert not belief.parsed and belief.errors
 
 
+@pytest.mark.timeout(120)  # catastrophic backtracking would run for hours; linear takes well under a second
 def test_parser_is_fast_on_adversarial_text():
-    import time
-
     nasty = "row 2" + " " * 20_000 + "x" + "{" * 5_000 + "left " * 3_000 + "\n" * 1000
-    start = time.perf_counter()
     for representation in REPRESENTATIONS:
         parse_belief(nasty, SOKOBAN, representation)
-    assert time.perf_counter() - start < 5.0
 
 
 # ------------------------------------------------------------------------- writing

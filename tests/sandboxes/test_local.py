@@ -71,10 +71,7 @@ def test_local_sandbox_start_type_screenshot_reset(provider):
     c.launch(["xterm", "-title", "stray-window", "-e", "sleep", "600"])
     c.execute("setsid sleep 1000 >/dev/null 2>&1 < /dev/null &", shell=True)
     assert wait_for(lambda: any(w["title"] == "stray-window" for w in c.windows()))
-    t0 = time.monotonic()
-    provider.reset(h)
-    reset_s = time.monotonic() - t0
-    assert reset_s < 5
+    provider.reset(h)  # its latency is a figure: benchmarks/sandbox.py
     assert c.execute("ls -A ~ | grep -v '^\\.' ; true", shell=True).output == ""
     assert not any(w["title"] == "stray-window" for w in c.windows())
     assert [w["class"] for w in c.windows()] == [w["class"] for w in wins]
@@ -105,16 +102,12 @@ def test_recording_and_structured_input_latency(provider):
     (h,) = provider.start(1)
     with h.client() as c:
         c.start_recording()
-        times = []
-        for i in range(10):
-            t0 = time.perf_counter()
+        for i in range(10):  # input while recording; its latency is a figure (benchmarks/sandbox.py)
             c.input([{"type": "move", "x": 100 + i * 10, "y": 100}])
-            times.append(time.perf_counter() - t0)
         assert c.cursor_position() == (190, 100)
         time.sleep(0.5)
         video = c.end_recording()
         assert video[4:8] == b"ftyp" and len(video) > 1000
-        assert sorted(times)[5] < 0.15
 
 
 def test_settle_waits_for_the_screen_and_reset_kills_launched_apps(provider):

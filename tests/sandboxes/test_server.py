@@ -121,11 +121,10 @@ def test_execute_does_not_leak_the_token(server):
 def test_command_timeout_kills_the_process_group(server, tmp_path):
     srv, _, _ = server
     marker = tmp_path / "late"
-    t0 = time.monotonic()
     r = httpx.post(srv.url + "/execute", headers=auth(), timeout=30,
                    json={"command": f"sleep 3 & sleep 3; touch {marker}", "shell": True, "timeout": 0.5})
     assert r.status_code == 504 and r.json()["status"] == "timeout"
-    assert time.monotonic() - t0 < 3
+    assert not marker.exists()  # answered at the timeout, before the command could finish
     time.sleep(3.2)
     assert not marker.exists()  # the shell was killed, not left running
     # Requested timeouts are capped by the server's maximum; bad ones are refused.
@@ -260,11 +259,9 @@ def test_client_typed_errors_and_retries(server):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    t0 = time.monotonic()
     with SandboxClient(f"http://127.0.0.1:{dead}", TOKEN, retries=2, backoff=0.05) as c, \
             pytest.raises(SandboxUnavailable, match="cannot reach"):
-        c.platform()
-    assert time.monotonic() - t0 < 5
+        c.platform()  # gives up after its retries (the test's timeout catches a hang)
 
 
 def test_concurrent_requests_are_served(server):
@@ -273,16 +270,17 @@ def test_concurrent_requests_are_served(server):
 
     def call():
         with SandboxClient(srv.url, TOKEN) as c:
-            results.append(c.execute("sleep 0.5; echo ok", shell=True).output)
+            results.append(c.execute("date +%s.%N; sleep 1; date +%s.%N", shell=True).output.split())
 
     threads = [threading.Thread(target=call) for _ in range(4)]
-    t0 = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert results == ["ok\n"] * 4
-    assert time.monotonic() - t0 < 1.8  # ran in parallel, not one after another
+    assert len(results) == 4
+    spans = [(float(a), float(b)) for a, b in results]
+    # ran in parallel, not one after another: every command started before any one ended
+    assert max(a for a, _ in spans) < min(b for _, b in spans), spans
 
 
 def test_provider_from_config(monkeypatch):

@@ -1,65 +1,57 @@
-"""The shortened learning demo: SFT warm start on solver demos, then RL, on CPU.
+"""The learning recipe's code path, mechanically: solver demos -> SFT -> `vagen train <env>
+preset=demo` from the SFT checkpoint -> held-out evaluation, for a few steps each.
 
-Same recipe as benchmarks/learning_demo.py (seed 0) on FrozenLake and on Sokoban; asserts
-that held-out sampled success after RL is higher than at the SFT start. Minutes each:
-`slow` tier. Start and end are evaluated on the same held-out levels (seeded), so the
-difference is not blurred by level-to-level variation.
+Whether RL then *raises* held-out success is a figure, not a mechanism: that long run is
+benchmarks/learning/test_learning_recipe.py (`make bench`), with its results in
+benchmarks/RESULTS.md. Here: every stage runs through the CLI on the demo presets' own level
+options, losses are finite, the RL step moves the SFT weights, metrics and checkpoints are
+written, and the evaluator reads the checkpoint back.
 """
 
 import json
+import math
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
+from benchmarks.learning.test_learning_recipe import evaluate, level_options
 from tests.conftest import run_cli
-from vagen.config import load_config
-from vagen.train.rl import RLTrainer
-
-EPISODES = 800
-
-# Per env: number of demos, SFT steps, RL steps, the margin the end must beat the start by, and
-# whether to also evaluate greedy. Levels come from the demo preset's env.params. Sokoban runs
-# 30 of the preset's 60 steps (RESULTS.md: 30 steps gained +3.4 to +5.5 points over three seeds,
-# 60 steps +5.5 to +7.4); the margin stays below the smallest. Greedy is the benchmark's to
-# report; on Sokoban the test only pays for sampled.
-RECIPES = {
-    "frozenlake": (300, 600, 30, 0.02, True),
-    "sokoban": (1500, 1000, 30, 0.01, False),
-}
 
 
-def level_options(env: str) -> list[str]:
-    """The demo preset's env options as `vagen demos` KEY=VALUE arguments (lists as JSON)."""
-    params = load_config(f"train/{env}-demo", []).env.params
-    return [f"{k}={json.dumps(v, separators=(',', ':')) if isinstance(v, list) else v}" for k, v in params.items()]
-
-
-def evaluate(env: str, model_path: str, tmp_path, greedy: bool = True) -> dict[str, float]:
-    cfg = load_config(f"train/{env}-demo", [f"model.path={model_path}", f"trainer.out_dir={tmp_path / 'eval'}",
-                                            "trainer.tensorboard=false"])
-    tr = RLTrainer(cfg)
-    out = {"sampled": tr.evaluate(EPISODES, greedy=False)}
-    if greedy:
-        out["greedy"] = tr.evaluate(EPISODES, greedy=True)
+def weights(model_dir) -> dict[str, torch.Tensor]:
+    out = {}
+    for f in sorted(model_dir.glob("*.safetensors")):
+        out.update(load_file(str(f)))
+    assert out, f"no safetensors in {model_dir}"
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(3000)
-@pytest.mark.parametrize("env", sorted(RECIPES))
-def test_rl_after_sft_raises_held_out_success(env, tmp_path):
-    n_demos, sft_steps, rl_steps, margin, greedy = RECIPES[env]
+@pytest.mark.parametrize("env", ["frozenlake", "sokoban"])
+def test_demos_sft_rl_eval_pipeline(env, tmp_path):
     demos, sft, rl = tmp_path / "demos", tmp_path / "sft", tmp_path / "rl"
-    r = run_cli("demos", env, "--n", str(n_demos), "--out", str(demos), "--format", "no_think",
+    r = run_cli("demos", env, "--n", "24", "--out", str(demos), "--format", "no_think",
                 "--system-prompt", "minimal", *level_options(env))
     assert r.returncode == 0, r.stderr
-    r = run_cli("sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", f"steps={sft_steps}",
-                "batch_size=32", "lr=1e-3", f"out_dir={sft}", "model.device=cpu", "seed=0", timeout=1200)
+    r = run_cli("sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", "steps=8",
+                "batch_size=8", "lr=1e-3", f"out_dir={sft}", "model.device=cpu", "seed=0")
     assert r.returncode == 0, r.stderr[-2000:]
-    start = evaluate(env, str(sft / "final"), tmp_path, greedy)
+    start = weights(sft / "final")
     r = run_cli("train", env, "preset=demo", f"model.path={sft / 'final'}", f"trainer.out_dir={rl}",
-                f"trainer.steps={rl_steps}", "trainer.seed=0", "trainer.tensorboard=false", timeout=2400)
+                "trainer.steps=2", "trainer.save_every=1", "rollout.groups=4", "rollout.group_size=4",
+                # a few SFT steps teach no format yet, so every rollout scores alike and the advantages
+                # are zero: the entropy term gives the update a gradient that moves the weights
+                "algo.entropy_coef=0.01",
+                "trainer.seed=0", "trainer.tensorboard=false")
     assert r.returncode == 0, r.stderr[-2000:]
-    end = evaluate(env, str(sorted((rl / "checkpoints").glob("step_*"))[-1] / "model"), tmp_path, greedy)
-    print({"env": env, "start": start, "end": end})
-    assert start["sampled"] > 0.2  # the warm start works at all
-    assert end["sampled"] > start["sampled"] + margin, (start, end)
+    rows = [json.loads(x) for x in (rl / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2]
+    assert all(math.isfinite(row["loss"]) for row in rows), rows
+    ckpts = sorted((rl / "checkpoints").glob("step_*"))
+    assert [c.name for c in ckpts][-1] == "step_000002"
+    end = weights(ckpts[-1] / "model")
+    assert start.keys() == end.keys()
+    moved = [k for k in start if not torch.equal(start[k], end[k].to(start[k].dtype))]
+    assert moved, "two RL steps left every SFT weight unchanged"
+    score = evaluate(env, str(ckpts[-1] / "model"), tmp_path, greedy=True, episodes=8)
+    assert set(score) == {"sampled", "greedy"} and all(0.0 <= v <= 1.0 for v in score.values())

@@ -134,6 +134,19 @@ def test_window_steps_retry_with_a_bound_and_launch_special_cases():
     assert client.calls[-1][0] == "execute"  # waited for, not fired and forgotten
 
 
+def test_a_browser_kill_is_scoped_to_the_sandbox_browser():
+    # local sandbox: only the browser on this sandbox's DevTools port, never the user's own browsers
+    vm = VMController(FakeClient())
+    vm.run_steps([SetupStep("launch", {"command": ["pkill", "-x", "chromium"]})])
+    assert vm.client.calls[-1][1] == ["pkill", "-f", "--", "--remote-debugging-port=45555( |$)"]
+    assert vm.kill_command(["killall", "-9", "google-chrome"]) == [
+        "pkill", "-9", "-f", "--", "--remote-debugging-port=45555( |$)"]
+    assert vm.kill_command(["pkill", "-x", "mousepad"]) == ["pkill", "-x", "mousepad"]
+    # container (vagen-chromium wrapper): the container is the VM, the command runs as written
+    vm = VMController(FakeClient(wrapper=True))
+    assert vm.kill_command(["pkill", "-x", "chromium"]) == ["pkill", "-x", "chromium"]
+
+
 def test_execute_with_verification_waits_for_the_window():
     client = FakeClient()
     client.windows_seq = [[], [{"title": "notes.txt - Mousepad"}]]
