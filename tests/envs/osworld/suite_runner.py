@@ -3,6 +3,8 @@ local `desktop` and the `docker` tests)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from envs.osworld.env import OSWorldEnv
 from envs.osworld.tasks import load_suite
 
@@ -24,12 +26,11 @@ def play(env: OSWorldEnv, task_id: str, actions: list[str] | None = None) -> tup
     raise AssertionError(f"{task_id}: the episode did not end after {actions}")
 
 
-def check_suite(env: OSWorldEnv, noop_env: OSWorldEnv, fail_feasible: int = 3) -> dict[str, dict[str, float]]:
-    """Oracle -> 1.0 on every task; no-op -> 0.0 on every task; FAIL -> 1.0 exactly on the
-    infeasible ones (checked on all of those and the first few feasible ones)."""
+def _play_shard(env: OSWorldEnv, noop_env: OSWorldEnv, task_ids: list[str],
+                fail_ids: set[str]) -> tuple[dict[str, dict[str, float]], list[str]]:
     scores: dict[str, dict[str, float]] = {}
     failures = []
-    for tid in TASK_IDS:
+    for tid in task_ids:
         oracle, info = play(env, tid)
         noop, _ = play(noop_env, tid, ["WAIT"])
         scores[tid] = {"oracle": oracle, "noop": noop}
@@ -37,11 +38,26 @@ def check_suite(env: OSWorldEnv, noop_env: OSWorldEnv, fail_feasible: int = 3) -
             failures.append(f"{tid}: oracle scored {oracle} ({info['feedback']})")
         if noop != 0.0:
             failures.append(f"{tid}: no-op scored {noop}")
-    feasible = [t for t in TASK_IDS if t not in INFEASIBLE][:fail_feasible]
-    for tid in [*sorted(INFEASIBLE), *feasible]:
-        fail, _ = play(noop_env, tid, ["FAIL"])
-        scores[tid]["fail"] = fail
-        if fail != (1.0 if tid in INFEASIBLE else 0.0):
-            failures.append(f"{tid}: FAIL scored {fail}")
+        if tid in fail_ids:
+            fail, _ = play(noop_env, tid, ["FAIL"])
+            scores[tid]["fail"] = fail
+            if fail != (1.0 if tid in INFEASIBLE else 0.0):
+                failures.append(f"{tid}: FAIL scored {fail}")
+    return scores, failures
+
+
+def check_suite(pairs: list[tuple[OSWorldEnv, OSWorldEnv]], fail_feasible: int = 3) -> dict[str, dict[str, float]]:
+    """Oracle -> 1.0 on every task; no-op -> 0.0 on every task; FAIL -> 1.0 exactly on the
+    infeasible ones (checked on all of those and the first few feasible ones).
+
+    ``pairs`` are (env, no-op env) pairs, each on its own sandbox (their pool holds one sandbox
+    per pair): the tasks are dealt round-robin and the pairs play their shares side by side, so
+    every task is still played on a sandbox that no other task touches meanwhile."""
+    fail_ids = INFEASIBLE | set([t for t in TASK_IDS if t not in INFEASIBLE][:fail_feasible])
+    shards = [TASK_IDS[i::len(pairs)] for i in range(len(pairs))]
+    with ThreadPoolExecutor(len(pairs)) as ex:
+        results = list(ex.map(lambda a: _play_shard(*a[0], a[1], fail_ids), zip(pairs, shards, strict=True)))
+    scores = {tid: s for part, _ in results for tid, s in part.items()}
+    failures = [f for _, part in results for f in part]
     assert not failures, "\n".join(failures)
     return scores
