@@ -161,11 +161,11 @@ def down(sandbox_ids: list[str] = typer.Argument(None, help="Sandbox ids to stop
                 console.print(f"[yellow]{h.id}: {escape(str(e))}[/]")
         drop_record(h.id)
         stopped.append(h.id)
-    if all_:  # also containers with our label whose records are gone
+    if all_:  # also containers with our label whose records (in this records folder) are gone
         try:
             from .providers.docker import remove_all
 
-            stopped += remove_all()
+            stopped += remove_all(this_state_dir=True)
         except SandboxError:
             pass
     print(json.dumps({"stopped": stopped}))

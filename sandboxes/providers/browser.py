@@ -30,8 +30,8 @@ import time
 import httpx
 
 from ..client import SandboxUnavailable
-from .base import Provider, SandboxHandle, drop_record, new_id, save_record
-from .docker import LABEL, DockerProvider, free_port
+from .base import Provider, SandboxHandle, drop_record, new_id, save_record, state_dir
+from .docker import LABEL, STATE_LABEL, DockerProvider, free_port
 from .remote import RemoteProvider
 
 BROWSER_IMAGE = "vagen/browser:latest"
@@ -202,7 +202,8 @@ class DockerBrowserProvider(DockerProvider):
         env = {**self.extra_env, "VAGEN_CDP_HOST": "127.0.0.1", "VAGEN_CDP_PORT": str(ports["cdp"])}
         container = self.client.containers.run(
             self.image, detach=True, name=f"vagen-{sid}", environment=env, init=True, network_mode="host",
-            labels={LABEL: "1", "vagen.id": sid, "vagen.provider": self.name, "vagen.url": url},
+            labels={LABEL: "1", "vagen.id": sid, "vagen.provider": self.name, "vagen.url": url,
+                    STATE_LABEL: str(state_dir())},
             cap_drop=["ALL"], security_opt=["no-new-privileges"], **self.limits)
         return SandboxHandle(sid, url, "", self.name, {"container": container.id, "name": container.name,
                                                         "ports": ports, "network": "host", "detached": self.detach,

@@ -27,12 +27,15 @@ import time
 from pathlib import Path
 
 from ..client import SandboxClient, SandboxError, SandboxUnavailable
-from .base import Provider, SandboxHandle, drop_record, new_id, new_token, save_record
+from .base import Provider, SandboxHandle, drop_record, new_id, new_token, save_record, state_dir
 
 REPO = Path(__file__).resolve().parents[2]
 log = logging.getLogger("vagen.sandbox.docker")
 DEFAULT_IMAGE = "vagen/desktop:latest"
 LABEL = "vagen.sandbox"
+# The records folder (state_dir()) of the process that started the container: `vagen sandbox down
+# --all` removes only the containers of its own records folder (and unlabelled ones from before).
+STATE_LABEL = "vagen.state_dir"
 CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 RESET_MODES = ("inplace", "restart", "recreate")
 
@@ -146,7 +149,7 @@ class DockerProvider(Provider):
         container = self.client.containers.run(
             self.image, detach=True, name=f"vagen-{sid}", environment=env, init=True,
             labels={LABEL: "1", "vagen.id": sid, "vagen.provider": self.name,
-                    "vagen.url": f"http://127.0.0.1:{ports['server']}"},
+                    "vagen.url": f"http://127.0.0.1:{ports['server']}", STATE_LABEL: str(state_dir())},
             cap_drop=["ALL"], cap_add=CAPS, security_opt=["no-new-privileges"], **self.limits, **kwargs)
         return SandboxHandle(sid, f"http://127.0.0.1:{ports['server']}", token, self.name,
                              {"container": container.id, "name": container.name, "ports": ports,
@@ -228,13 +231,18 @@ class DockerProvider(Provider):
         return {"memory_bytes": max(0, mem.get("usage", 0) - cache), "memory_limit": mem.get("limit")}
 
 
-def remove_all(only_ids: set[str] | None = None) -> list[str]:
-    """Remove every container labelled as a VAGEN sandbox (or just `only_ids`)."""
+def remove_all(only_ids: set[str] | None = None, this_state_dir: bool = False) -> list[str]:
+    """Remove every container labelled as a VAGEN sandbox (or just `only_ids`). With
+    ``this_state_dir``, only those started under this process's records folder (state_dir()) or
+    with no such label: another records folder (another user's session, a test) keeps its own."""
     client = docker_client()
     removed = []
+    mine = str(state_dir())
     for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
         sid = c.labels.get("vagen.id", "")
         if only_ids is not None and sid not in only_ids:
+            continue
+        if this_state_dir and c.labels.get(STATE_LABEL, mine) != mine:
             continue
         c.remove(force=True)
         drop_record(sid)

@@ -107,7 +107,9 @@ class LocalProvider(Provider):
         if not self.detach:
             argv.append("--exit-with-parent")
         cdp_port = free_port()  # Chromium's DevTools port for this sandbox (vagen-chromium / OSWorld getters)
-        env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "PYTHONPATH": _import_root(), "VAGEN_CDP_PORT": str(cdp_port)}
+        # VAGEN_SANDBOX_ID reaches every process of the sandbox: stop_local sweeps by it and the display
+        env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "PYTHONPATH": _import_root(), "VAGEN_CDP_PORT": str(cdp_port),
+               "VAGEN_SANDBOX_ID": sid}
         env.pop("DISPLAY", None)
         with open(log, "wb") as logf:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL, env=env,
@@ -172,7 +174,8 @@ def stop_local(handle: SandboxHandle) -> None:
     if pid > 0:
         _terminate(pid)
     if handle.meta.get("display"):
-        sweep_display(handle.meta["display"])
+        # only this sandbox's processes: once its Xvfb is gone another sandbox may own the display
+        sweep_display(handle.meta["display"], sandbox_id=handle.id)
     tmp = handle.meta.get("tmpdir")
     if tmp and Path(tmp).name.startswith("vagen-local-"):
         shutil.rmtree(tmp, ignore_errors=True)

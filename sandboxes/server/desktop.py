@@ -437,7 +437,8 @@ class Desktop:
             subprocess.run(["pkill", "-KILL", "-u", str(self.user.pw_uid)], capture_output=True, timeout=5)
 
     def _sweep_display(self) -> None:
-        sweep_display(self.spec.display, keep={p.pid for p in (self._xvfb, self._wm) if p is not None})
+        sweep_display(self.spec.display, keep={p.pid for p in (self._xvfb, self._wm) if p is not None},
+                      sandbox_id=os.environ.get("VAGEN_SANDBOX_ID"))
 
     def reset(self) -> dict:
         """In-place reset: kill session processes, restore home, start the session again."""
@@ -712,23 +713,28 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
-def display_pids(display: str) -> list[int]:
-    """Processes (that we may read) whose environment names `display`."""
-    marker = b"\0DISPLAY=" + display.encode() + b"\0"
+def display_pids(display: str, sandbox_id: str | None = None) -> list[int]:
+    """Processes (that we may read) whose environment names `display` (and, when given,
+    ``VAGEN_SANDBOX_ID=sandbox_id``: a display number is reused by the next sandbox as soon as
+    its Xvfb exits, so a sweep after a sandbox stopped must not reach its successor's apps)."""
+    markers = [b"\0DISPLAY=" + display.encode() + b"\0"]
+    if sandbox_id:
+        markers.append(b"\0VAGEN_SANDBOX_ID=" + sandbox_id.encode() + b"\0")
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker in b"\0" + f.read() + b"\0":
+                environ = b"\0" + f.read() + b"\0"
+                if all(m in environ for m in markers):
                     out.append(int(entry))
         except OSError:
             continue
     return out
 
 
-def sweep_display(display: str, keep: set[int] = frozenset()) -> int:
+def sweep_display(display: str, keep: set[int] = frozenset(), sandbox_id: str | None = None) -> int:
     """SIGKILL every process (that we may signal) whose environment names `display`.
 
     Apps the agent started with setsid/nohup or that daemonise escape process groups, not
@@ -740,7 +746,7 @@ def sweep_display(display: str, keep: set[int] = frozenset()) -> int:
         keep.add(pid)
         pid = parent_pid(pid)
     killed = 0
-    for pid in display_pids(display):
+    for pid in display_pids(display, sandbox_id):
         if pid in keep:
             continue
         try:

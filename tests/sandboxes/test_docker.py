@@ -153,12 +153,16 @@ def test_reset_modes_all_restore_a_clean_state(desktop_image, state_dir):
                 assert c.execute("ls ~/litter.txt 2>/dev/null; true", shell=True).output == "", mode
 
 
-def test_cli_up_and_down_with_docker(desktop_image, state_dir):
+def test_cli_up_and_down_with_docker(desktop_image, state_dir, tmp_path):
     import json
 
     from tests.conftest import run_cli
 
     env = {"VAGEN_SANDBOX_STATE_DIR": os.environ["VAGEN_SANDBOX_STATE_DIR"]}
+    other = {"VAGEN_SANDBOX_STATE_DIR": str(tmp_path / "other-state")}  # another session's records
+    r = run_cli("sandbox", "up", "--provider", "docker", "-n", "1", "--json", "--image", desktop_image, env=other)
+    assert r.returncode == 0, r.stderr
+    (theirs,) = json.loads(r.stdout)
     r = run_cli("sandbox", "up", "--provider", "docker", "-n", "1", "--json", "--image", desktop_image, env=env)
     assert r.returncode == 0, r.stderr
     (box,) = json.loads(r.stdout)
@@ -167,8 +171,12 @@ def test_cli_up_and_down_with_docker(desktop_image, state_dir):
     r = run_cli("sandbox", "exec", box["id"], "--", "whoami", env=env)
     assert r.stdout.strip() == "agent"
     r = run_cli("sandbox", "down", "--all", env=env)
-    assert box["id"] in r.stdout
+    assert box["id"] in r.stdout and theirs["id"] not in r.stdout
     from sandboxes.providers.docker import list_containers
+
+    assert any(c["id"] == theirs["id"] for c in list_containers())  # --all: this records folder only
+    r = run_cli("sandbox", "down", "--all", env=other)
+    assert theirs["id"] in r.stdout
 
     assert all(c["id"] != box["id"] for c in list_containers())
 

@@ -296,3 +296,26 @@ def test_provider_from_config(monkeypatch):
     assert prov.name == "remote" and prov.handles[0].url == "http://127.0.0.1:1"
     with pytest.raises(Exception, match="reset_mode"):
         SandboxConfig(provider="docker", reset_mode="snapshot")
+
+
+def test_a_sweep_after_stop_spares_the_next_sandbox_on_the_same_display():
+    """A display number is reused as soon as a sandbox's Xvfb exits: the sweep of a stopped
+    sandbox matches its VAGEN_SANDBOX_ID as well as the display, never its successor's apps."""
+    from sandboxes.server.desktop import display_pids, sweep_display
+
+    def spawn(sid: str) -> subprocess.Popen:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DISPLAY": ":987", "VAGEN_SANDBOX_ID": sid}
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+
+    old, new = spawn("local-old"), spawn("local-new")
+    try:
+        deadline = time.monotonic() + 30  # the children's environments appear once they exec
+        while not {old.pid, new.pid} <= set(display_pids(":987")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert old.pid in display_pids(":987", "local-old") and new.pid not in display_pids(":987", "local-old")
+        assert sweep_display(":987", sandbox_id="local-old") == 1
+        assert old.wait(timeout=10) == -9 and new.poll() is None
+    finally:
+        for p in (old, new):
+            p.kill()
+            p.wait()

@@ -30,7 +30,7 @@ def weights(model_dir) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("env", ["frozenlake", "sokoban"])
 def test_demos_sft_rl_eval_pipeline(env, tmp_path):
     demos, sft, rl = tmp_path / "demos", tmp_path / "sft", tmp_path / "rl"
-    r = run_cli("demos", env, "--n", "24", "--out", str(demos), "--format", "no_think",
+    r = run_cli("demos", env, "--n", "16", "--out", str(demos), "--format", "no_think",
                 "--system-prompt", "minimal", *level_options(env))
     assert r.returncode == 0, r.stderr
     r = run_cli("sft", f"data={demos}", "prompt.history=none", "prompt.format=no_think", "steps=8",
@@ -53,5 +53,5 @@ def test_demos_sft_rl_eval_pipeline(env, tmp_path):
     assert start.keys() == end.keys()
     moved = [k for k in start if not torch.equal(start[k], end[k].to(start[k].dtype))]
     assert moved, "two RL steps left every SFT weight unchanged"
-    score = evaluate(env, str(ckpts[-1] / "model"), tmp_path, greedy=True, episodes=8)
+    score = evaluate(env, str(ckpts[-1] / "model"), tmp_path, greedy=True, episodes=4)
     assert set(score) == {"sampled", "greedy"} and all(0.0 <= v <= 1.0 for v in score.values())

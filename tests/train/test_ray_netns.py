@@ -28,10 +28,8 @@ def _in_netns(marker: str) -> None:
     assert " passed" in proc.stdout and " skipped" not in proc.stdout.splitlines()[-1], tail
 
 
-def test_ray_suite_in_a_private_network_namespace():
-    _in_netns("not slow")
-
-
-@pytest.mark.slow
-def test_ray_slow_suite_in_a_private_network_namespace():
-    _in_netns("slow")
+def test_ray_suite_in_a_private_network_namespace(request):
+    # One inner session (one local Ray cluster) for all of test_ray.py, or for its quick tests
+    # only when this session deselects the slow tier (`-m "not slow"`).
+    outer = request.config.getoption("markexpr") or ""
+    _in_netns("not slow" if "not slow" in outer else "not gpu")
