@@ -17,7 +17,7 @@ import time
 import httpx
 import pytest
 
-from sandboxes.client import SandboxClient, SandboxLost
+from sandboxes.client import SandboxClient, SandboxLost, SandboxUnavailable
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -186,22 +186,37 @@ def test_compose_up_health_down(desktop_image):
     from sandboxes.providers.docker import build_image
 
     build_image("browser", base_image=_base_image())
+    from tests.conftest import free_port
+
     compose = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
     token = secrets.token_urlsafe(16)
-    env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "BASE_IMAGE": BASE}
+    # free ports instead of the file's defaults (45101, ...): with host networking a default that
+    # another process on the machine happens to hold would keep a sandbox from starting
+    ports = {name: free_port() for name in ("DESKTOP1", "DESKTOP1_CDP", "DESKTOP2", "DESKTOP2_CDP", "BROWSER1_CDP")}
+    env = {**os.environ, "VAGEN_SANDBOX_TOKEN": token, "BASE_IMAGE": BASE,
+           **{f"VAGEN_{name}_PORT": str(port) for name, port in ports.items()}}
     files = ["-f", str(REPO / "dockerfiles" / "docker-compose.yml"), "-f",
              str(REPO / "dockerfiles" / "docker-compose.host.yml")]
     project = ["-p", f"vagentest{secrets.token_hex(3)}"]
     up = subprocess.run(compose + project + files + ["up", "-d", "--no-build"], env=env, capture_output=True,
                         text=True, timeout=300)
+
+    def logs() -> str:
+        r = subprocess.run(compose + project + files + ["logs", "--tail", "30"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        return r.stdout[-4000:] + r.stderr[-1000:]
+
     try:
         assert up.returncode == 0, up.stderr
-        for port in (45101, 45102):
+        for port in (ports["DESKTOP1"], ports["DESKTOP2"]):
             with SandboxClient(f"http://127.0.0.1:{port}", token, timeout=5) as c:
-                assert c.wait_ready(timeout=60)["status"] == "ok"
+                try:  # a loaded 2-core machine starts two desktops and a browser at once: be patient
+                    assert c.wait_ready(timeout=180)["status"] == "ok"
+                except SandboxUnavailable as e:
+                    raise AssertionError(f"{e}\ncompose logs:\n{logs()}") from e
                 assert c.execute(["whoami"]).output.strip() == "agent"
             assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 401
-        assert wait_for(lambda: _cdp_ok(45121), timeout=60, interval=0.5)
+        assert wait_for(lambda: _cdp_ok(ports["BROWSER1_CDP"]), timeout=120, interval=0.5), logs()
     finally:
         down = subprocess.run(compose + project + files + ["down", "-t", "2"], env=env, capture_output=True,
                               text=True, timeout=300)
