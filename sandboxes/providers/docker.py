@@ -34,7 +34,7 @@ log = logging.getLogger("vagen.sandbox.docker")
 DEFAULT_IMAGE = "vagen/desktop:latest"
 LABEL = "vagen.sandbox"
 # The records folder (state_dir()) of the process that started the container: `vagen sandbox down
-# --all` removes only the containers of its own records folder (and unlabelled ones from before).
+# --all` removes only the containers of its own records folder (never compose-managed ones).
 STATE_LABEL = "vagen.state_dir"
 CAPS = ["SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"]
 RESET_MODES = ("inplace", "restart", "recreate")
@@ -233,8 +233,9 @@ class DockerProvider(Provider):
 
 def remove_all(only_ids: set[str] | None = None, this_state_dir: bool = False) -> list[str]:
     """Remove every container labelled as a VAGEN sandbox (or just `only_ids`). With
-    ``this_state_dir``, only those started under this process's records folder (state_dir()) or
-    with no such label: another records folder (another user's session, a test) keeps its own."""
+    ``this_state_dir``, only those started under this process's records folder (state_dir()):
+    another records folder (another session, a test) and compose-managed sandboxes (no such
+    label; `docker-compose down` owns them) keep theirs."""
     client = docker_client()
     removed = []
     mine = str(state_dir())
@@ -242,7 +243,7 @@ def remove_all(only_ids: set[str] | None = None, this_state_dir: bool = False) -
         sid = c.labels.get("vagen.id", "")
         if only_ids is not None and sid not in only_ids:
             continue
-        if this_state_dir and c.labels.get(STATE_LABEL, mine) != mine:
+        if this_state_dir and c.labels.get(STATE_LABEL) != mine:
             continue
         c.remove(force=True)
         drop_record(sid)

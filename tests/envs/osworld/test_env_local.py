@@ -29,16 +29,17 @@ def pool(tmp_path_factory):
     p.close()
 
 
-def test_every_task_oracle_one_noop_zero_fail_inverted():
-    # two sandboxes play half the suite each, side by side (most of an episode is waiting)
-    with SandboxPool(make_provider("local"), size=2) as pool2:
-        pairs = [(envs.make("osworld", pool=pool2), envs.make("osworld", pool=pool2, max_steps=1)) for _ in range(2)]
-        try:
-            scores = check_suite(pairs)
-        finally:
-            for env, noop in pairs:
-                env.close()
-                noop.close()
+def test_every_task_oracle_one_noop_zero_fail_inverted(pool):
+    # One sandbox plays the whole suite. Two side by side (as the docker test does) made the Calc
+    # oracle's save race its evaluation on a loaded 2-core CI machine (calc-add-row scored 0 in 2
+    # of 4 CI runs): local sandboxes share the host's CPU with no per-sandbox limit.
+    env = envs.make("osworld", pool=pool)
+    noop = envs.make("osworld", pool=pool, max_steps=1)
+    try:
+        scores = check_suite([(env, noop)])
+    finally:
+        env.close()
+        noop.close()
     assert len(scores) >= 40
 
 
