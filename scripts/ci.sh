@@ -17,7 +17,8 @@ git clone -q --no-local "$ROOT" "$work/main" && git -C "$work/main" checkout -q 
 mkdir -p "$ROOT/.ci"
 echo "ci: HEAD $head in $work/main (log: .ci/last-log)"
 t0=$(date +%s)
-(cd "$work/main" && CI=true bash .ci/run </dev/null) 2>&1 | tee "$ROOT/.ci/last-log"
+# The seconds each test group took (for refreshing tests/group_weights.json) land in .ci/group-times.json.
+(cd "$work/main" && CI=true VAGEN_TEST_GROUP_TIMES="$ROOT/.ci/group-times.json" bash .ci/run </dev/null) 2>&1 | tee "$ROOT/.ci/last-log"
 rc=${PIPESTATUS[0]}
 secs=$(( $(date +%s) - t0 ))
 echo "$head $rc $secs" > "$ROOT/.ci/last-run"

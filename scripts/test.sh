@@ -23,9 +23,9 @@ report() {
   echo "  total: $(( $(date +%s) - t_all )) s"
   if [ -n "$FAILED_PHASE" ]; then
     echo "FAILED in phase: $FAILED_PHASE"
-    if [ -s "${FAILURES:-/nonexistent}" ]; then
-      echo "failing tests ($(wc -l < "$FAILURES")), first error line each:"
-      sed 's/^/  /' "$FAILURES"
+    if [ -s "${VAGEN_TEST_FAILURES:-/nonexistent}" ]; then
+      echo "failing tests ($(wc -l < "$VAGEN_TEST_FAILURES")), first error line each:"
+      sed 's/^/  /' "$VAGEN_TEST_FAILURES"
     fi
   else
     echo "PASSED"
@@ -63,13 +63,15 @@ run_phase lint "$VENV/bin/ruff" check vagen envs sandboxes worldgen tests benchm
 workers=${VAGEN_TEST_WORKERS:-$(n=$(nproc); echo $(( n > 4 ? 4 : n )))}
 xdist=()
 if [ "$workers" -gt 1 ]; then
-  xdist=(-n "$workers" --dist loadgroup)
+  # Groups go out longest first (tests/conftest.py orders them by tests/group_weights.json);
+  # xdist's own reordering (by test count) would start a long one-test group last.
+  xdist=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
   # One compute thread per process: workers (and the CLIs they start) already fill the cores, and
   # OpenMP threads spinning against each other made torch-heavy tests ~25 % slower (measured).
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 fi
 TMPROOT=$(mktemp -d /tmp/vagen-test.XXXXXX)
-export FAILURES="$TMPROOT/failures.txt" VAGEN_TEST_FAILURES="$TMPROOT/failures.txt"
+export VAGEN_TEST_FAILURES="$TMPROOT/failures.txt"
 pytest_phase() {
   "$VENV/bin/python" -m pytest -m "not gpu" "${xdist[@]}" --basetemp "$TMPROOT/pytest" --durations=25 "$@"
   local rc=$?
@@ -78,7 +80,7 @@ pytest_phase() {
 }
 cleanup() {
   # What a run leaves behind: its temporary files, and image layers that a rebuild replaced.
-  [ -n "${VAGEN_KEEP_TEST_TMP:-}" ] || rm -rf "$TMPROOT/pytest"
+  [ -n "${VAGEN_KEEP_TEST_TMP:-}" ] || rm -rf "$TMPROOT"
   if [ "$(id -u)" = 0 ] && docker info >/dev/null 2>&1; then docker image prune -f >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT

@@ -68,13 +68,29 @@ def _xdist_group(item) -> str:
     return "docker" if "docker" in item.keywords else item.nodeid.split("::", 1)[0]
 
 
+GROUP_WEIGHTS = Path(__file__).with_name("group_weights.json")
+
+
+def _group_weights() -> dict[str, float]:
+    """Seconds each xdist group took in a measured CI run (tests/group_weights.json, refreshed
+    from the `group_times.json` scripts/test.sh leaves beside its log); unknown groups weigh 0."""
+    import json
+
+    try:
+        return {k: float(v) for k, v in json.loads(GROUP_WEIGHTS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def pytest_collection_modifyitems(config, items):
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") == "loadgroup":
         for item in items:
             if not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
-        # longest first: the docker group (images, containers) starts at once on one worker
-        items.sort(key=lambda it: 0 if "docker" in it.keywords else 1)
+        # Longest group first (LPT), so no long group starts last while the other worker idles:
+        # scripts/test.sh turns off xdist's own order (by test count) with --no-loadscope-reorder.
+        weights = _group_weights()
+        items.sort(key=lambda it: -weights.get(_xdist_group(it), 0.0))
     reasons: dict[str, str | None] = {}
     for item in items:
         for marker, probe in (("gpu", None), ("desktop", _has_desktop), ("docker", _has_docker)):
@@ -177,6 +193,8 @@ def synth_gui(out: Path, n: int, seed: int = 0) -> Path:
 
 # -- CI reporting: time per test group, and a failure summary scripts/test.sh prints last --------
 _GROUP_TIME: dict[str, float] = {}
+_XDIST_GROUP_TIME: dict[str, float] = {}
+_WORKERS: dict[str, list[float]] = {}  # worker -> [first start, last stop, busy seconds]
 _FAILED: dict[str, str] = {}
 
 
@@ -196,6 +214,14 @@ def pytest_runtest_logreport(report):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a worker: the controller aggregates what the workers send it
     _GROUP_TIME[_group_of(report.nodeid)] = _GROUP_TIME.get(_group_of(report.nodeid), 0.0) + report.duration
+    node = getattr(report, "node", None)  # set by xdist on the controller
+    if node is not None:
+        group = "docker" if "docker" in report.keywords else report.nodeid.split("::", 1)[0]
+        _XDIST_GROUP_TIME[group] = _XDIST_GROUP_TIME.get(group, 0.0) + report.duration
+        start, stop = getattr(report, "start", None), getattr(report, "stop", None)
+        if start is not None and stop is not None:
+            w = _WORKERS.setdefault(node.gateway.id, [start, stop, 0.0])
+            w[0], w[1], w[2] = min(w[0], start), max(w[1], stop), w[2] + (stop - start)
     if report.failed and report.nodeid not in _FAILED:
         what = "" if report.when == "call" else f" (in {report.when})"
         _FAILED[report.nodeid] = _first_line(report) + what
@@ -213,6 +239,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("time per test group (summed over tests; workers run groups side by side)")
     for group, secs in sorted(_GROUP_TIME.items(), key=lambda kv: -kv[1]):
         tr.write_line(f"{secs:8.1f} s  {group}")
+    if _WORKERS:  # a worker that finished long before the others points at a badly ordered group
+        t0 = min(w[0] for w in _WORKERS.values())
+        tr.write_line("workers: " + "; ".join(f"{wid} busy {w[2]:.0f} s, done at {w[1] - t0:.0f} s"
+                                              for wid, w in sorted(_WORKERS.items())))
+    times = os.environ.get("VAGEN_TEST_GROUP_TIMES")
+    if times and _XDIST_GROUP_TIME:
+        import json
+
+        Path(times).write_text(json.dumps({k: round(v, 1) for k, v in sorted(
+            _XDIST_GROUP_TIME.items(), key=lambda kv: -kv[1])}, indent=0) + "\n")
     out = os.environ.get("VAGEN_TEST_FAILURES")
     if out:
         Path(out).write_text("".join(f"{nodeid} - {msg}\n" for nodeid, msg in _FAILED.items()))
