@@ -70,6 +70,25 @@ def test_cached_copy_is_built_once():
     assert json.loads((p1 / "vagen_tiny.json").read_text())["arch"] == "qwen2_5_vl"
 
 
+def test_an_incomplete_cached_copy_is_rebuilt_and_other_ranks_wait_for_rank_0(tmp_path, monkeypatch):
+    import vagen.models.tiny as tiny
+
+    monkeypatch.setenv("VAGEN_CACHE_DIR", str(tmp_path))
+    # Ranks > 0 never build (transformers saves weights on rank 0 only): they wait, with a limit.
+    monkeypatch.setattr(tiny, "_nonzero_rank", lambda: True)
+    with pytest.raises(TimeoutError, match="rank 0 did not build"):
+        tiny_model_path(wait_s=0.3)
+    monkeypatch.setattr(tiny, "_nonzero_rank", lambda: False)
+    good = tiny_model_path()
+    # what an older version's rank-1 build left: tokenizer files and our marker, no config/weights
+    (good / "config.json").unlink()
+    (good / "model.safetensors").unlink()
+    again = tiny_model_path()
+    assert again == good and (again / "config.json").is_file() and (again / "model.safetensors").is_file()
+    monkeypatch.setattr(tiny, "_nonzero_rank", lambda: True)
+    assert tiny_model_path(wait_s=0.3) == good  # built: a waiting rank returns at once
+
+
 def test_resolve_model_path():
     assert resolve_model_path("tiny") == str(tiny_model_path())
     assert resolve_model_path("tiny:qwen3_vl") == str(tiny_model_path("qwen3_vl"))

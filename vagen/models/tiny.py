@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -284,6 +285,10 @@ def build_tiny_model(out_dir: str | os.PathLike, arch: Arch = "qwen2_5_vl", seed
     )
     model.save_pretrained(out)
     _processor(arch, tokenizer).save_pretrained(out)
+    if not _is_complete(out, marker=False):
+        # transformers writes weights on rank 0 only once torch.distributed is initialized
+        raise RuntimeError(f"tiny {arch}: save_pretrained wrote no config/weights in {out} "
+                           "(a torch.distributed rank other than 0? build on rank 0)")
     (out / "vagen_tiny.json").write_text(json.dumps(
         {"arch": arch, "seed": seed, "vocab_size": vocab_size, "recipe": TINY_RECIPE_VERSION,
          "hidden": hidden, "layers": layers,
@@ -300,17 +305,43 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir("vagen"))
 
 
-def tiny_model_path(arch: Arch = "qwen2_5_vl", seed: int = 0) -> Path:
+def _is_complete(path: Path, marker: bool = True) -> bool:
+    """A usable checkpoint: config, weights and (once finished) our marker file."""
+    return ((path / "config.json").is_file() and any(path.glob("model*.safetensors"))
+            and (not marker or (path / "vagen_tiny.json").is_file()))
+
+
+def _nonzero_rank() -> bool:
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return False
+    return dist.is_available() and dist.is_initialized() and dist.get_rank() != 0
+
+
+def tiny_model_path(arch: Arch = "qwen2_5_vl", seed: int = 0, wait_s: float = 600.0) -> Path:
     """Path of the cached tiny checkpoint for (arch, seed), built on first use.
 
     Concurrent callers are safe: each builds into its own temp dir and renames it into
-    place atomically; the loser of the race discards its copy.
+    place atomically; the loser of the race discards its copy. Under an initialized
+    torch.distributed job only rank 0 builds (transformers saves weights on rank 0 only);
+    the other ranks wait for it. An incomplete folder left by an older version is rebuilt.
     """
     key = hashlib.sha1(f"{arch}-{seed}-{TINY_RECIPE_VERSION}".encode()).hexdigest()[:10]
     target = default_cache_dir() / "models" / f"tiny-{arch}-s{seed}-{key}"
-    if (target / "vagen_tiny.json").exists():
+    if _is_complete(target):
+        return target
+    if _nonzero_rank():
+        deadline = time.monotonic() + wait_s
+        while not _is_complete(target):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"tiny {arch}: rank 0 did not build {target} within {wait_s:.0f} s")
+            time.sleep(0.2)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # incomplete (an interrupted or rank>0 build of an older version): replace it
+        logger.warning("tiny %s checkpoint at %s is incomplete: rebuilding it", arch, target)
+        shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         logger.info("building tiny %s checkpoint at %s", arch, target)
@@ -318,7 +349,7 @@ def tiny_model_path(arch: Arch = "qwen2_5_vl", seed: int = 0) -> Path:
         try:
             os.rename(tmp, target)
         except OSError:
-            if not (target / "vagen_tiny.json").exists():
+            if not _is_complete(target):
                 raise
     finally:
         if tmp.exists():

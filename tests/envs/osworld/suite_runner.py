@@ -1,5 +1,6 @@
-"""Plays osworld-lite tasks with the stored oracle, a no-op and a FAIL policy (shared by the
-local `desktop` and the `docker` tests)."""
+"""Plays osworld-lite tasks with the stored oracle, a no-op (DONE at once: a claim of success
+with nothing done) and a FAIL policy (shared by the local `desktop` and the `docker` tests). A
+WAITing no-op is played through `vagen eval osworld` (tests/eval/test_eval_osworld.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _play_shard(env: OSWorldEnv, noop_env: OSWorldEnv, task_ids: list[str],
     failures = []
     for tid in task_ids:
         oracle, info = play(env, tid)
-        noop, _ = play(noop_env, tid, ["WAIT"])
+        noop, _ = play(noop_env, tid, ["DONE"])  # claims success having done nothing
         scores[tid] = {"oracle": oracle, "noop": noop}
         if oracle != 1.0 or not info["success"]:
             failures.append(f"{tid}: oracle scored {oracle} ({info['feedback']})")
