@@ -27,10 +27,11 @@ def pool(tmp_path_factory):
 
 
 def test_every_task_oracle_one_noop_zero_fail_inverted_in_containers(pool):
-    # two containers play half the suite each, side by side (most of an episode is waiting)
+    # three containers play a third of the suite each, side by side (most of an episode is waiting
+    # for the screen to settle; each container has its own CPU limit)
     provider = make_provider("docker", image=pool.provider.image, network="host", mem_limit="2g", cpus=1.0)
-    with SandboxPool(provider, size=2) as pool2:
-        pairs = [(envs.make("osworld", pool=pool2), envs.make("osworld", pool=pool2, max_steps=1)) for _ in range(2)]
+    with SandboxPool(provider, size=3) as pool3:
+        pairs = [(envs.make("osworld", pool=pool3), envs.make("osworld", pool=pool3, max_steps=1)) for _ in range(3)]
         try:
             scores = check_suite(pairs)
         finally:
