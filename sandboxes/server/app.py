@@ -352,13 +352,18 @@ class Handler(BaseHTTPRequestHandler):
         argv = _opener(path)
         if argv is None:
             raise HttpError(503, f"no application to open {path.suffix or 'this file'} (and no xdg-open)")
-        self.server.desktop.spawn(argv)
+        proc = self.server.desktop.spawn(argv)
         names = [data["window_name"]] if data.get("window_name") else [path.name, path.stem]
         deadline = time.monotonic() + min(float(timeout), self.server.config.max_command_timeout)
         while True:
             for w in self.server.desktop.windows():
                 if any(n in w["title"] for n in names):
                     self.server.desktop.window_command("a", w["id"].lower())
+                    # The window is mapped before the app can take input (LibreOffice builds its UI
+                    # after): wait until the app's processes go idle, at most until the deadline.
+                    left = max(0.0, min(15.0, deadline - time.monotonic()))
+                    if left > 0:
+                        self.server.desktop.wait_idle(proc.pid, timeout=left)
                     self.send_text("File opened and window activated successfully")
                     return
             if time.monotonic() >= deadline:

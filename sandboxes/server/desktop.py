@@ -569,6 +569,49 @@ class Desktop:
                 return {"settled": False, "waited": round(now - t0, 4), "frames": frames}
             time.sleep(interval)
 
+    @staticmethod
+    def group_demand_ns(pgid: int) -> int | None:
+        """CPU time used plus time spent waiting for a CPU (ns, /proc/<tid>/schedstat) by every
+        thread of process group ``pgid``; None when the group has no process left."""
+        total, found = 0, False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_text()
+                if int(stat[stat.rindex(")") + 2:].split()[2]) != pgid:
+                    continue
+                for task in os.scandir(f"/proc/{entry.name}/task"):
+                    run, wait, _ = Path(f"{task.path}/schedstat").read_text().split()
+                    total += int(run) + int(wait)
+                found = True
+            except (OSError, ValueError, IndexError):
+                continue
+        return total if found else None
+
+    @classmethod
+    def wait_idle(cls, pgid: int, timeout: float = 15.0, quiet: float = 0.5, interval: float = 0.1,
+                  busy: float = 0.05) -> dict:
+        """Wait until the app started as process group ``pgid`` is idle: for ``quiet`` s its
+        threads ran or waited for a CPU less than ``busy`` of the time. Unlike a quiet screen,
+        this is not fooled by an app that is starved of CPU mid-load (it waits on the run queue),
+        e.g. LibreOffice building its UI on a loaded machine, when keystrokes sent too early are
+        lost. Returns ``idle`` (False after ``timeout`` s or when the group exited) and ``waited``."""
+        t0 = time.monotonic()
+        last, since = cls.group_demand_ns(pgid), t0
+        while True:
+            time.sleep(interval)
+            now, demand = time.monotonic(), cls.group_demand_ns(pgid)
+            if demand is None or last is None:
+                return {"idle": False, "exited": True, "waited": round(now - t0, 3)}
+            if not 0 <= demand - last <= busy * interval * 1e9:
+                since = now
+            last = demand
+            if now - since >= quiet:
+                return {"idle": True, "waited": round(now - t0, 3)}
+            if now - t0 >= timeout:
+                return {"idle": False, "waited": round(now - t0, 3)}
+
     def windows(self) -> list[dict]:
         """Top-level windows from the window manager (id, desktop, x, y, w, h, class, title)."""
         if not shutil.which("wmctrl"):
