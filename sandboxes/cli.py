@@ -90,8 +90,9 @@ def ls(as_json: bool = typer.Option(False, "--json", help="JSON output.")) -> No
             status = "ok" if v else "down"
         else:
             try:
-                with h.client(timeout=3.0, retries=0) as c:
-                    status = c.health().get("status", "?")
+                # generous: a live sandbox on a loaded machine must not be listed as down
+                with h.client(timeout=15.0, retries=0) as c:
+                    status = c.health(timeout=15.0).get("status", "?")
             except SandboxError as e:
                 status = f"down ({type(e).__name__})"
         rows.append({"id": h.id, "url": h.url, "provider": h.provider, "status": status})

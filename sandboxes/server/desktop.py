@@ -488,7 +488,9 @@ class Desktop:
 
     # -- queries ---------------------------------------------------------------------------
     def alive(self) -> bool:
-        return _x_alive(self.spec.display)
+        # Over the cached python-xlib connection first: no process to start, so a loaded
+        # machine does not turn a slow `xdotool` start into "unhealthy".
+        return self._xlib_pointer() is not None or _x_alive(self.spec.display)
 
     def screen_size(self) -> tuple[int, int]:
         if self._screen is None:
@@ -688,7 +690,7 @@ def display_in_use(num: int) -> bool:
 def _x_alive(display: str) -> bool:
     try:
         r = subprocess.run(["xdotool", "getdisplaygeometry"], env={**os.environ, "DISPLAY": display},
-                           capture_output=True, timeout=3)
+                           capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
