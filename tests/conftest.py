@@ -65,7 +65,11 @@ def _xdist_group(item) -> str:
     Every `docker` test: they build the same images and some remove every container with our
     label (`vagen sandbox down --all`). Otherwise one file: module- and session-scoped fixtures
     (desktops, browsers, tiny models) are built once per file, not once per test."""
-    return "docker" if "docker" in item.keywords else item.nodeid.split("::", 1)[0]
+    return _group_key(item.keywords, item.nodeid)
+
+
+def _group_key(keywords, nodeid: str) -> str:
+    return "docker" if "docker" in keywords else nodeid.split("::", 1)[0]
 
 
 GROUP_WEIGHTS = Path(__file__).with_name("group_weights.json")
@@ -73,7 +77,7 @@ GROUP_WEIGHTS = Path(__file__).with_name("group_weights.json")
 
 def _group_weights() -> dict[str, float]:
     """Seconds each xdist group took in a measured CI run (tests/group_weights.json, refreshed
-    from the `group_times.json` scripts/test.sh leaves beside its log); unknown groups weigh 0."""
+    from the `.ci/group-times.json` that `make ci` leaves); unknown groups weigh 0."""
     import json
 
     try:
@@ -216,7 +220,7 @@ def pytest_runtest_logreport(report):
     _GROUP_TIME[_group_of(report.nodeid)] = _GROUP_TIME.get(_group_of(report.nodeid), 0.0) + report.duration
     node = getattr(report, "node", None)  # set by xdist on the controller
     if node is not None:
-        group = "docker" if "docker" in report.keywords else report.nodeid.split("::", 1)[0]
+        group = _group_key(report.keywords, report.nodeid)
         _XDIST_GROUP_TIME[group] = _XDIST_GROUP_TIME.get(group, 0.0) + report.duration
         start, stop = getattr(report, "start", None), getattr(report, "stop", None)
         if start is not None and stop is not None:

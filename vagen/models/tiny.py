@@ -339,7 +339,7 @@ def tiny_model_path(arch: Arch = "qwen2_5_vl", seed: int = 0, wait_s: float = 60
             time.sleep(0.2)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():  # incomplete (an interrupted or rank>0 build of an older version): replace it
+    if target.exists() and not _is_complete(target):  # an interrupted or rank>0 build of an older version
         logger.warning("tiny %s checkpoint at %s is incomplete: rebuilding it", arch, target)
         shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))

@@ -30,9 +30,9 @@ def pool(tmp_path_factory):
 
 
 def test_every_task_oracle_one_noop_zero_fail_inverted(pool):
-    # One sandbox plays the whole suite. Two side by side (as the docker test does) made the Calc
-    # oracle's save race its evaluation on a loaded 2-core CI machine (calc-add-row scored 0 in 2
-    # of 4 CI runs): local sandboxes share the host's CPU with no per-sandbox limit.
+    # One sandbox plays the whole suite. Two side by side (as the docker test does) failed the Calc
+    # oracle in 2 of 4 CI runs before open_file waited for the app to be idle (the likely cause,
+    # fixed since; not yet re-verified with two local sandboxes, which share the host's CPU).
     env = envs.make("osworld", pool=pool)
     noop = envs.make("osworld", pool=pool, max_steps=1)
     try:
