@@ -295,6 +295,15 @@ class Desktop:
             if self._xvfb is not None and self._xvfb.poll() is not None:
                 raise DesktopError(f"Xvfb exited with code {self._xvfb.returncode} on {self.spec.display}")
             if _x_alive(self.spec.display):
+                owner = _lock_owner(self.spec.display)
+                if self._xvfb is not None and owner is not None and owner != self._xvfb.pid:
+                    # Another X server holds this display (a concurrent start picked the same
+                    # number): ours exits with "server already active". Never drive someone
+                    # else's screen; the provider retries on another display.
+                    self._xvfb.kill()
+                    self._xvfb.wait(timeout=5)
+                    self._xvfb = None
+                    raise DesktopError(f"Xvfb exited: display {self.spec.display} is taken by pid {owner}")
                 self._screen = None
                 return
             time.sleep(0.02)
@@ -683,8 +692,20 @@ def _lock_is_stale(num: str) -> bool:
     return False
 
 
+def _lock_owner(display: str) -> int | None:
+    """The pid in the X lock file of `display` (the server that owns it), None without one."""
+    num = display.lstrip(":").split(".")[0]
+    try:
+        return int(Path(f"/tmp/.X{num}-lock").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def display_in_use(num: int) -> bool:
-    return os.path.exists(f"/tmp/.X{num}-lock") or os.path.exists(f"/tmp/.X11-unix/X{num}")
+    """An X server holds display `num` (a lock left by a killed one does not count: the next
+    Xvfb started there removes it)."""
+    taken = os.path.exists(f"/tmp/.X{num}-lock") or os.path.exists(f"/tmp/.X11-unix/X{num}")
+    return taken and not _lock_is_stale(str(num))
 
 
 def _x_alive(display: str) -> bool:

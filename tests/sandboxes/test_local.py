@@ -129,6 +129,48 @@ def test_settle_waits_for_the_screen_and_reset_kills_launched_apps(provider):
         assert c.settle(timeout=2.0, quiet=0.1)["settled"]  # the colour loop died with the reset too
 
 
+def test_a_display_another_x_server_holds_is_never_shared(state_dir, monkeypatch):
+    """Two starts that pick the same free display number (xdist workers, two CLIs) must not end
+    up on one screen: the loser's Xvfb exits, and it used to take the winner's display as its own
+    (its screenshots then failed with "X connection failed" once the winner stopped)."""
+    import subprocess
+
+    from sandboxes.providers import local
+    from sandboxes.server.desktop import _x_alive, display_in_use
+
+    num = next(n for n in range(400, 500) if not display_in_use(n))
+    other = subprocess.Popen(["Xvfb", f":{num}", "-screen", "0", "320x200x24", "-nolisten", "tcp"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: display_in_use(num) and _x_alive(f":{num}"), timeout=20)
+        # The provider checked before the other server took the number: it looks free.
+        real, lied = local.display_in_use, []
+
+        def stale_view(n):
+            if n == num and not lied:
+                lied.append(n)
+                return False
+            return real(n)
+
+        monkeypatch.setattr(local, "display_in_use", stale_view)
+        prov = make_provider("local", first_display=num, terminal=False)
+        try:
+            (h,) = prov.start(1)
+            assert h.meta["display"] != f":{num}"
+            with h.client() as c:
+                assert c.settle(timeout=2.0, quiet=0.1)["settled"]
+                assert c.screenshot_array(cursor=False).shape[:2] == (800, 1280)  # its own screen
+            other.terminate()
+            other.wait(10)
+            with h.client() as c:  # the other server is gone: this sandbox does not care
+                assert c.health()["status"] == "ok" and c.settle(timeout=2.0, quiet=0.1)["settled"]
+        finally:
+            prov.close()
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_pool_replaces_a_sandbox_killed_mid_episode(provider):
     pool = SandboxPool(provider, size=2, health_interval=0.5)
     try:
