@@ -677,11 +677,20 @@ def _x(argv: list[str], display: str, timeout: float = 10) -> str:
     return r.stdout
 
 
+def _lock_owner(display: str) -> int | None:
+    """The pid in the X lock file of `display` (":N" or "N": the server that owns it), None
+    without a readable one."""
+    num = display.lstrip(":").split(".")[0]
+    try:
+        return int(Path(f"/tmp/.X{num}-lock").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def _lock_is_stale(num: str) -> bool:
     """The X lock for display `num` exists but names no running process."""
-    try:
-        pid = int(Path(f"/tmp/.X{num}-lock").read_text().strip())
-    except (OSError, ValueError):
+    pid = _lock_owner(num)
+    if pid is None:
         return os.path.exists(f"/tmp/.X11-unix/X{num}") and not os.path.exists(f"/tmp/.X{num}-lock")
     try:
         os.kill(pid, 0)
@@ -690,15 +699,6 @@ def _lock_is_stale(num: str) -> bool:
     except PermissionError:
         return False
     return False
-
-
-def _lock_owner(display: str) -> int | None:
-    """The pid in the X lock file of `display` (the server that owns it), None without one."""
-    num = display.lstrip(":").split(".")[0]
-    try:
-        return int(Path(f"/tmp/.X{num}-lock").read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def display_in_use(num: int) -> bool:
