@@ -236,16 +236,23 @@ def remove_all(only_ids: set[str] | None = None, this_state_dir: bool = False) -
     ``this_state_dir``, only those started under this process's records folder (state_dir()):
     another records folder (another session, a test) and compose-managed sandboxes (no such
     label; `docker-compose down` owns them) keep theirs."""
+    from docker.errors import NotFound
+
     client = docker_client()
     removed = []
     mine = str(state_dir())
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+    # ignore_removed: a container removed while we list (a pool replacing a dead sandbox, another
+    # `down`) is skipped, not an error that stops the rest from being removed
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}, ignore_removed=True):
         sid = c.labels.get("vagen.id", "")
         if only_ids is not None and sid not in only_ids:
             continue
         if this_state_dir and c.labels.get(STATE_LABEL) != mine:
             continue
-        c.remove(force=True)
+        try:
+            c.remove(force=True)
+        except NotFound:
+            pass  # removed by someone else meanwhile: gone either way
         drop_record(sid)
         removed.append(sid)
     return removed
@@ -254,7 +261,8 @@ def remove_all(only_ids: set[str] | None = None, this_state_dir: bool = False) -
 def list_containers() -> list[dict]:
     client = docker_client()
     return [{"id": c.labels.get("vagen.id"), "url": c.labels.get("vagen.url"), "status": c.status,
-             "container": c.name} for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"})]
+             "container": c.name}
+            for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}, ignore_removed=True)]
 
 
 __all__ = ["DEFAULT_IMAGE", "RESET_MODES", "DockerProvider", "build_image", "free_port", "list_containers",

@@ -181,6 +181,50 @@ def test_cli_up_and_down_with_docker(desktop_image, state_dir, tmp_path):
     assert all(c["id"] != box["id"] for c in list_containers())
 
 
+def test_down_all_survives_containers_removed_while_it_runs(state_dir, monkeypatch):
+    """`sandbox down --all` lists our containers, then inspects and removes each; one that another
+    process removes in between (a pool replacing a dead sandbox, a second `down`) must not stop it
+    (it once failed with 'No such container' and left the rest running)."""
+    from sandboxes.providers import docker as dp
+    from sandboxes.providers.base import state_dir as records_dir
+
+    client = dp.docker_client()
+    labels = {dp.LABEL: "1", dp.STATE_LABEL: str(records_dir())}
+    boxes = [client.containers.create(_base_image(), "true", labels={**labels, "vagen.id": f"docker-race{i}"})
+             for i in range(3)]
+    try:
+        from docker.models.containers import ContainerCollection
+
+        real_get, real_remove = ContainerCollection.get, client.api.remove_container
+        state = {"inspected": 0, "removed": 0}
+
+        ours = {b.id for b in boxes}
+
+        def get_after_another_removed_it(self, cid, *a, **kw):  # the first one vanishes before its inspect
+            state["inspected"] += cid in ours
+            if cid in ours and state["inspected"] == 1:
+                real_remove(cid, force=True)
+            return real_get(self, cid, *a, **kw)
+
+        def remove_after_another_removed_it(cid, *a, **kw):  # the next one vanishes before its removal
+            state["removed"] += cid in ours
+            if cid in ours and state["removed"] == 1:
+                real_remove(cid, force=True)
+            return real_remove(cid, *a, **kw)
+
+        monkeypatch.setattr(ContainerCollection, "get", get_after_another_removed_it)
+        monkeypatch.setattr(client.api, "remove_container", remove_after_another_removed_it)
+        monkeypatch.setattr(dp, "docker_client", lambda: client)
+        removed = dp.remove_all(this_state_dir=True)
+        assert state == {"inspected": 3, "removed": 2}
+        # the one gone before its inspection is not listed; the one gone before its removal is
+        assert len(removed) == 2 and set(removed) < {f"docker-race{i}" for i in range(3)}
+        assert not [c for c in dp.list_containers() if c["id"] and c["id"].startswith("docker-race")]
+    finally:
+        for b in boxes:
+            subprocess.run(["docker", "rm", "-f", b.id], capture_output=True)
+
+
 @pytest.mark.skipif(shutil.which("docker-compose") is None and shutil.which("docker") is None, reason="no compose")
 def test_compose_up_health_down(desktop_image):
     from sandboxes.providers.docker import build_image
