@@ -554,10 +554,13 @@ def parse_web_actions(text: str, *, max_calls: int = 5,
     if len(text) > MAX_ACTION_CHARS:
         raise WebActionError(f"the action is {len(text)} characters long; at most {MAX_ACTION_CHARS}")
     source = _strip_fences(text)
+    if "\x00" in source:
+        raise WebActionError("the action contains a null character (\\x00); write plain text")
     try:
         tree = ast.parse(source, mode="exec")
     except SyntaxError as e:
-        raise WebActionError(f"line {e.lineno}: not a valid call: {e.msg}") from None
+        where = f"line {e.lineno}: " if e.lineno else ""
+        raise WebActionError(f"{where}not a valid call: {e.msg}") from None
     except (ValueError, RecursionError, MemoryError) as e:  # null bytes, absurd nesting
         raise WebActionError(f"not a valid call: {e}") from None
     if not tree.body:

@@ -12,7 +12,10 @@ Element ids ("bids") are ``data-vagen-bid`` attributes the page script below ass
 every element in document order (new elements get new ids; ids never change within an
 episode). :data:`PAGE_SNAPSHOT_JS` returns the accessibility-tree text (role, name,
 value, state per visible element, indented by depth) and each element's box in one
-``evaluate`` call.
+``evaluate`` call. States: checked / mixed, disabled, selected, pressed, focused, level=N,
+and expanded / collapsed from ``aria-expanded``, a ``<details>``, or a list item whose nested
+list is shown or hidden (tree widgets without ARIA, such as MiniWoB's navigate-tree: its
+folders read ``collapsed``/``expanded``, its files carry no such state).
 """
 
 from __future__ import annotations
@@ -107,9 +110,19 @@ PAGE_SNAPSHOT_JS = r"""
     if (el.value !== undefined && el.tagName !== 'LI' && el.tagName !== 'BUTTON' && el.value !== '')
       parts.push('value=' + JSON.stringify(String(el.value).slice(0, 100)));
     if (el.placeholder) parts.push('placeholder=' + JSON.stringify(el.placeholder));
-    if (el.checked) parts.push('checked');
-    if (el.disabled) parts.push('disabled');
-    if (el.tagName === 'OPTION' && el.selected) parts.push('selected');
+    const aria = (a) => el.getAttribute('aria-' + a);
+    if (el.checked || aria('checked') === 'true') parts.push('checked');
+    else if (aria('checked') === 'mixed') parts.push('mixed');
+    if (el.disabled || aria('disabled') === 'true') parts.push('disabled');
+    if ((el.tagName === 'OPTION' && el.selected) || aria('selected') === 'true') parts.push('selected');
+    if (aria('pressed') === 'true') parts.push('pressed');
+    // Open/closed: ARIA's aria-expanded, a <details>, or (a tree widget without ARIA) a list item
+    // whose nested list is shown or hidden.
+    const sub = el.tagName === 'LI' ? [...el.children].find((c) => c.tagName === 'UL' || c.tagName === 'OL') : null;
+    if (aria('expanded') === 'true' || aria('expanded') === 'false') parts.push(aria('expanded') === 'true' ? 'expanded' : 'collapsed');
+    else if (el.tagName === 'DETAILS') parts.push(el.open ? 'expanded' : 'collapsed');
+    else if (sub) parts.push(W.getComputedStyle(sub).display === 'none' ? 'collapsed' : 'expanded');
+    if (aria('level')) parts.push('level=' + aria('level'));
     if (document.activeElement === el) parts.push('focused');
     const interesting = role !== 'generic' || text || name || parts.length;
     let d = depth;

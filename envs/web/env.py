@@ -7,6 +7,23 @@ thread, then asks the task whether it is done. Observation text: goal, URL, last
 error, and the page's element tree with bids; images: the screenshot (optionally with a
 set-of-marks overlay). ``goto`` only reaches hosts in ``allow_hosts`` (``file://`` never).
 
+The task tab: the tab ``reset`` opened is the one the task is scored on, whatever tab the
+agent is looking at (``new_tab``/``tab_focus`` move the agent's view; the task tab cannot be
+closed). The score is read from the task tab only while it still shows the task: MiniWoB's
+episode document (a token the env puts into the page at reset; a reload or another page,
+even another MiniWoB task, lacks it), a custom task's pages (its *scope*: URL prefixes,
+by default the site folder or origin the task started on). Anything else scores 0 with the
+reason in ``info["reason"]``.
+
+Refusals: a ``goto`` to a URL the task does not allow, and ``tab_close`` of the task tab,
+are refused and scored like an action outside the grammar (``action_valid=False``, the
+``invalid_action_penalty``): the action is outside what the task permits, as an action name
+outside ``allowed_actions`` is. An action that is allowed but fails on the page (a bid that
+is not there, a value the input rejects) is the agent's mistake, reported back in
+``Last action error`` with the action still valid in format. Every request the page makes
+goes through the env's router: local sites are served, allowed hosts pass, anything else
+is aborted and counted in ``blocked_requests``.
+
 MiniWoB++ (Liu et al., 2018; pages from the PyPI ``miniwob`` package): the page is loaded
 from ``file://``, seeded with ``Math.seedrandom(seed)``, started with
 ``core.startEpisodeReal()``; the goal is ``core.getUtterance()`` and the reward comes from
@@ -18,8 +35,11 @@ success (binary), both page rewards are kept in ``info``.
 from __future__ import annotations
 
 import io
+import json
 import time
 import urllib.parse
+import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,9 +48,23 @@ import numpy as np
 from envs.base import EnvInfraError, PromptPieces, StateSchema, StepInfo, VagenEnv
 
 from .browser import PAGE_SNAPSHOT_JS, Browser
+from .tasks import default_scope, in_scope
 
 OBSERVATIONS = ("screenshot", "axtree", "screenshot_axtree", "som")
 MINIWOB_HOST = "miniwob.vagen.test"
+
+
+# What an <input> of a type with a fixed value format takes (for the error when it rejects a fill).
+_INPUT_FORMATS = {"date": "a date input takes YYYY-MM-DD", "time": "a time input takes HH:MM, 24-hour",
+                  "datetime-local": "a datetime-local input takes YYYY-MM-DDTHH:MM", "month": "a month input takes "
+                  "YYYY-MM", "week": "a week input takes YYYY-Www", "color": "a color input takes #rrggbb",
+                  "number": "a number input takes a number", "range": "a range input takes a number in its range"}
+
+
+def _call_text(call) -> str:
+    """``click("12")``: the action and the element(s) it addressed, for error messages."""
+    bids = [call.args[k] for k in ("bid", "from_bid", "to_bid") if k in call.args]
+    return call.name + "(" + ", ".join(f'"{b}"' for b in bids) + ")"
 
 
 def miniwob_dir() -> Path:
@@ -42,6 +76,10 @@ def miniwob_dir() -> Path:
 def miniwob_tasks() -> list[str]:
     """Every MiniWoB++ task page shipped in the ``miniwob`` package."""
     return sorted(p.stem for p in miniwob_dir().glob("*.html"))
+
+
+class RefusedAction(PermissionError):
+    """An action the grammar accepts but the task does not permit (scored as invalid)."""
 
 
 class WebEnv(VagenEnv):
@@ -82,14 +120,18 @@ class WebEnv(VagenEnv):
         self._lease = None
         #: host -> folder served at http://<host>/ by request routing (no server); see envs.web.tasks
         self.sites: dict[str, Path] = {}
+        #: folders whose files the page may load over file:// (MiniWoB in file mode, file:// tasks)
+        self.file_roots: list[Path] = []
         self.blocked_requests = 0
         self.browser: Browser | None = None
-        self.page = None
+        self.page = None       # the tab the agent acts on
+        self.task_page = None  # the tab the task is scored on (the one reset opened)
         self.goal = ""
         self.chat: list[dict[str, str]] = []
         self._steps = 0
         self._snap: dict[str, Any] = {}
         self._last_frame: np.ndarray | None = None
+        self._tabs: list[tuple[str, bool, bool]] = []  # (url, is the task tab, is the agent's tab)
         self._set_spaces(None)
 
     # -- task hooks --------------------------------------------------------------------------
@@ -169,8 +211,8 @@ class WebEnv(VagenEnv):
         b = self._ensure_browser()
         try:
             self.context, self.page = b.new_context(self.context, self.viewport)
-            if self.sites or self.allow_hosts:
-                b.call(lambda: self.context.route("**/*", self._route))
+            self.task_page = self.page
+            b.call(lambda: self.context.route("**/*", self._route))
             self.goal = b.call(lambda: self._start(self.page, seed, options))
         except EnvInfraError:
             raise
@@ -193,8 +235,6 @@ class WebEnv(VagenEnv):
         except WebActionError as e:
             calls, error = [], f"Invalid action, nothing was executed: {e}"
             info.action_valid = False
-            info.penalty = self.invalid_action_penalty
-            reward += self.invalid_action_penalty
         before = self._snap.get("lines")
         for call in calls:
             try:
@@ -202,11 +242,18 @@ class WebEnv(VagenEnv):
                 info.executed_actions.append(f"{call.name}({call.args})")
             except EnvInfraError:
                 raise
-            except Exception as e:  # the action failed on the page: the agent's error, reported back
-                error = f"{call.name} failed: {str(e).splitlines()[0][:300]}"
+            except RefusedAction as e:  # outside what the task permits: nothing was done
+                error = f"Action refused, nothing was executed: {e}"
+                info.action_valid = False
                 break
+            except Exception as e:  # the action failed on the page: the agent's error, reported back
+                error = f"{_call_text(call)} failed: {str(e).splitlines()[0][:300]}"
+                break
+        if not info.action_valid:
+            info.penalty = self.invalid_action_penalty
+            reward += self.invalid_action_penalty
         try:
-            task_reward, done, extra = self.browser.call(lambda: self._on_page(lambda: self._check(self.page)))
+            task_reward, done, extra = self.browser.call(lambda: self._score())
         except EnvInfraError:
             raise
         except Exception as e:
@@ -223,9 +270,45 @@ class WebEnv(VagenEnv):
         out.update({k: v for k, v in extra.items() if k not in out})
         return obs, reward, bool(done), truncated, out
 
+    def _score(self) -> tuple[float, bool, dict[str, Any]]:
+        """The task's score, read from the task tab (browser thread)."""
+        page = self.task_page
+        if page is None or page.is_closed():  # the tab crashed (the agent cannot close it)
+            return 0.0, True, {"success": False, "reason": "the task tab is gone"}
+        return self._on_page(lambda: self._check(page), page)
+
     # -- execution -----------------------------------------------------------------------------
     def _loc(self, bid: str):
         return self.page.locator(f'[data-vagen-bid="{bid}"]')
+
+    def _element(self, bid: str):
+        """The locator of ``bid``, which must be on the page now (else a clear error at once,
+        instead of Playwright waiting out its timeout)."""
+        loc = self._loc(bid)
+        if loc.count() == 0:
+            raise LookupError(f'there is no element "{bid}" on the page; use a bid from the element list')
+        return loc
+
+    def _fill(self, bid: str, value: str) -> None:
+        loc = self._element(bid)
+        loc.fill(value, timeout=self.action_timeout_ms)
+        got = loc.evaluate("(e) => (e instanceof HTMLInputElement || e instanceof HTMLTextAreaElement)"
+                           " ? {value: e.value, type: e.type} : null")
+        if got is None or got["value"] == value.replace("\r\n", "\n"):
+            return
+        hint = _INPUT_FORMATS.get(got["type"], "")
+        raise ValueError(f"the {got['type']} input did not take {value!r}: its value is now {got['value']!r}"
+                         + (f" ({hint})" if hint else ""))
+
+    def _refuse_goto(self, url: str) -> RefusedAction:
+        hosts = sorted(set(self.sites) | set(self.allow_hosts))
+        allowed = f"this task's hosts are {', '.join(hosts)}" if hosts else "this task opens no other pages"
+        u, shown = urllib.parse.urlparse(url), json.dumps(url[:200])
+        if u.scheme not in ("http", "https"):
+            what = (f"{u.scheme}{'://' if u.scheme == 'file' else ':'} URLs are" if u.scheme
+                    else "a URL without http(s):// is")
+            return RefusedAction(f"goto({shown}): {what} never opened here; {allowed}")
+        return RefusedAction(f"goto({shown}): {u.hostname or '(no host)'} is not a host of this task; {allowed}")
 
     def _clamp(self, x: float, y: float) -> tuple[float, float]:
         return min(max(float(x), 0.0), self.viewport[0] - 1.0), min(max(float(y), 0.0), self.viewport[1] - 1.0)
@@ -262,10 +345,16 @@ class WebEnv(VagenEnv):
         host = (u.hostname or "").lower()
         if u.scheme in ("http", "https") and host in self.sites:
             return self._serve(route, self.sites[host], urllib.parse.unquote(u.path))
-        if u.scheme in ("data", "blob") or self._host_allowed(url):
+        if u.scheme in ("data", "blob") or self._host_allowed(url) or (u.scheme == "file" and self._file_allowed(u)):
             return route.continue_()
         self.blocked_requests += 1
         return route.abort("blockedbyclient")
+
+    def _file_allowed(self, u: urllib.parse.ParseResult) -> bool:
+        if u.netloc not in ("", "localhost"):
+            return False
+        path = Path(urllib.request.url2pathname(u.path)).resolve()
+        return any(path.is_relative_to(root) for root in self.file_roots)
 
     @staticmethod
     def _serve(route, root: Path, path: str) -> None:
@@ -281,9 +370,11 @@ class WebEnv(VagenEnv):
             ctype += "; charset=utf-8"
         return route.fulfill(status=200, content_type=ctype, body=target.read_bytes())
 
-    def _on_page(self, fn):
-        """Run ``fn`` (page reads); if a navigation the last action started destroys the page's
-        context meanwhile, wait for the new page to load and read again."""
+    def _on_page(self, fn, page=None):
+        """Run ``fn`` (reads of ``page``, default the agent's tab); if a navigation the last
+        action started destroys the page's context meanwhile, wait for the new page to load
+        and read again."""
+        page = page or self.page
         for attempt in range(4):
             try:
                 return fn()
@@ -292,7 +383,7 @@ class WebEnv(VagenEnv):
                 if attempt == 3 or not ("Execution context was destroyed" in msg or "navigat" in msg.lower()):
                     raise
                 try:
-                    self.page.wait_for_load_state("load", timeout=5000)
+                    page.wait_for_load_state("load", timeout=5000)
                 except Exception:  # noqa: BLE001 - the retry reports the real error
                     pass
 
@@ -300,22 +391,23 @@ class WebEnv(VagenEnv):
         a, t, page = call.args, self.action_timeout_ms, self.page
         n = call.name
         if n in ("click", "dblclick"):
-            fn = self._loc(a["bid"]).click if n == "click" else self._loc(a["bid"]).dblclick
+            el = self._element(a["bid"])
+            fn = el.click if n == "click" else el.dblclick
             fn(button=a.get("button", "left"), modifiers=a.get("modifiers") or None, timeout=t)
         elif n == "hover":
-            self._loc(a["bid"]).hover(timeout=t)
+            self._element(a["bid"]).hover(timeout=t)
         elif n == "fill":
-            self._loc(a["bid"]).fill(a["value"], timeout=t)
+            self._fill(a["bid"], a["value"])
         elif n == "select_option":
-            self._loc(a["bid"]).select_option(a["options"], timeout=t)
+            self._element(a["bid"]).select_option(a["options"], timeout=t)
         elif n == "press":
-            self._loc(a["bid"]).press(a["key_comb"], timeout=t)
+            self._element(a["bid"]).press(a["key_comb"], timeout=t)
         elif n == "focus":
-            self._loc(a["bid"]).focus(timeout=t)
+            self._element(a["bid"]).focus(timeout=t)
         elif n == "clear":
-            self._loc(a["bid"]).clear(timeout=t)
+            self._element(a["bid"]).clear(timeout=t)
         elif n == "drag_and_drop":
-            self._loc(a["from_bid"]).drag_to(self._loc(a["to_bid"]), timeout=t)
+            self._element(a["from_bid"]).drag_to(self._element(a["to_bid"]), timeout=t)
         elif n == "scroll":
             page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
         elif n in ("mouse_click", "mouse_dblclick"):
@@ -340,7 +432,7 @@ class WebEnv(VagenEnv):
             page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
         elif n == "goto":
             if not self._host_allowed(a["url"]):
-                raise PermissionError(f"goto {a['url']!r} refused: only {self.allow_hosts or 'no'} hosts are allowed")
+                raise self._refuse_goto(a["url"])
             page.goto(a["url"], timeout=10_000)
         elif n == "go_back":
             page.go_back(timeout=t)
@@ -349,10 +441,11 @@ class WebEnv(VagenEnv):
         elif n == "new_tab":
             self.page = self.context.new_page()
         elif n == "tab_close":
-            pages = self.context.pages
-            if len(pages) > 1:
-                self.page.close()
-                self.page = self.context.pages[-1]
+            if self.page == self.task_page:
+                raise RefusedAction("tab_close(): this is the task tab, which stays open (switch to another "
+                                    "tab with tab_focus(index) to close that one)")
+            self.page.close()
+            self.page = self.task_page
         elif n == "tab_focus":
             pages = self.context.pages
             if not 0 <= a["index"] < len(pages):
@@ -373,11 +466,16 @@ class WebEnv(VagenEnv):
         def grab():
             snap = self.page.evaluate(PAGE_SNAPSHOT_JS, self.axtree_max_nodes)
             png = self.page.screenshot(type="png") if self.observation_mode != "axtree" else None
+            self._tabs = [(p.url, p == self.task_page, p == self.page) for p in self.context.pages]
             return snap, png
 
         snap, png = self.browser.call(lambda: self._on_page(grab))
         self._snap = snap
         lines = [f"Goal: {self.goal}", f"URL: {snap['url']}", f"Step {self._steps + 1} of at most {self.max_steps}."]
+        if len(self._tabs) > 1:
+            lines.insert(2, "Tabs: " + "; ".join(
+                f"[{i}] {url}" + (" (task)" if task else "") + (" (current)" if current else "")
+                for i, (url, task, current) in enumerate(self._tabs)))
         if error:
             lines.append(f"Last action error: {error}")
         images: tuple[np.ndarray, ...] = ()
@@ -432,6 +530,8 @@ class MiniWoBEnv(WebEnv):
             raise ValueError(f"miniwob: serve must be file or route, got {serve!r}")
         if self.serve == "route":
             self.sites = {MINIWOB_HOST: miniwob_dir().parent}
+        else:
+            self.file_roots = [miniwob_dir().parent.resolve()]
         self.task_pool = list(tasks or [])  # several tasks: reset(seed) picks tasks[seed % len]
         for t in self.task_pool:
             self._set_task(t)  # validates every name now
@@ -441,6 +541,7 @@ class MiniWoBEnv(WebEnv):
         self.episode_max_time_ms = int(episode_max_time_ms) if episode_max_time_ms else 10**9
         self.data_mode = data_mode
         self._plan: list[str] = []
+        self._token = ""
 
     def _set_task(self, task: str) -> None:
         from .miniwob_oracles import ORACLES
@@ -472,6 +573,9 @@ class MiniWoBEnv(WebEnv):
         page.evaluate("([seed, maxTime, mode]) => { Math.seedrandom(seed); core.EPISODE_MAX_TIME = maxTime;"
                       " if (core.setDataMode) core.setDataMode(mode); core.startEpisodeReal(); }",
                       [int(seed or 0), self.episode_max_time_ms, self.data_mode])
+        # The episode's token: only this document (not a reload, not another task's page) is scored.
+        self._token = uuid.uuid4().hex
+        page.evaluate("(t) => { window.__vagenEpisode = t; }", self._token)
         deadline = time.monotonic() + 5
         while not page.evaluate("() => WOB_TASK_READY"):
             if time.monotonic() > deadline:
@@ -481,12 +585,14 @@ class MiniWoBEnv(WebEnv):
         return utt["utterance"] if isinstance(utt, dict) else str(utt)
 
     def _check(self, page) -> tuple[float, bool, dict[str, Any]]:
-        m = page.evaluate("() => (typeof WOB_DONE_GLOBAL === 'undefined' ? null : {done: WOB_DONE_GLOBAL,"
-                          " reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
-                          " reason: (typeof WOB_REWARD_REASON === 'undefined' ? null : WOB_REWARD_REASON)})")
-        if m is None:  # the agent navigated away from the task page (go_back, a tab): the episode is lost
+        m = page.evaluate("(t) => (window.__vagenEpisode !== t || typeof WOB_DONE_GLOBAL === 'undefined') ? null"
+                          " : {done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
+                          " reason: (typeof WOB_REWARD_REASON === 'undefined' ? null : WOB_REWARD_REASON)}",
+                          self._token)
+        if m is None:  # the task tab left the episode's page (goto, go_back, a reload): the episode is lost
             return 0.0, True, {"success": False, "page_reward": -1.0, "raw_reward": -1.0,
-                               "reason": "left the task page"}
+                               "reason": f"the task tab left the {self.task} episode's page (it is at "
+                                         f"{page.url[:200]}); the episode is lost"}
         done = bool(m["done"])
         success = done and float(m["raw"] or 0) > 0
         extra = {"success": success, "page_reward": float(m["reward"] or 0), "raw_reward": float(m["raw"] or 0),
@@ -547,7 +653,9 @@ class CustomWebEnv(WebEnv):
                 check = compile_validator(validator)
             except WebTaskError as e:
                 raise ValueError(str(e)) from e
-            if u.scheme != "file" and (u.hostname or "").lower() not in self.sites:
+            if u.scheme == "file":  # the page's own folder, for its scripts and styles
+                self.file_roots.append(Path(urllib.request.url2pathname(u.path)).resolve().parent)
+            elif (u.hostname or "").lower() not in self.sites:
                 self.allow_hosts.append(u.netloc.lower())  # the start site itself (its port only)
             self._task_classes = {"custom": None}
             self._make_task = lambda name, seed: UrlTask(seed, start_url, goal, check, oracle_actions)
@@ -563,6 +671,7 @@ class CustomWebEnv(WebEnv):
         self.task_names = list(self._task_classes)  # the pool reset(seed) cycles through
         self.task_name = self.task_names[0]
         self.task = None
+        self.scope: tuple[str, ...] = ()  # URL prefixes of the task's pages (set at reset)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """``options={"task_id": name}`` picks one of the env's tasks; otherwise
@@ -589,12 +698,17 @@ class CustomWebEnv(WebEnv):
         goal = self.task.setup(page)
         if not isinstance(goal, str) or not goal.strip():
             raise EnvInfraError(f"web task {self.task_name}: setup returned no goal ({goal!r})")
+        self.scope = tuple(self.task.scope) or (default_scope(page.url),)
         return goal
 
     def _check(self, page) -> tuple[float, bool, dict[str, Any]]:
         from .tasks import normalize_outcome
 
         page.wait_for_load_state("load", timeout=5000)  # a navigation the action started
+        if not in_scope(page.url, self.scope):  # another site's page: whatever it shows is not this task's
+            return 0.0, False, {"success": False, "blocked_requests": self.blocked_requests,
+                                "reason": f"the task tab is at {page.url[:200]}, outside this task's pages "
+                                          f"({', '.join(self.scope)}); not scored until it is back"}
         reward, done, info = normalize_outcome(self.task.validate(page, list(self.chat)))
         info.setdefault("blocked_requests", self.blocked_requests)
         return reward, done, info

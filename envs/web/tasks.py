@@ -30,6 +30,12 @@ import path ``"package.module:function"``, or a declarative spec (usable from YA
     {"js": "() => ..."}                      a page function the task author wrote returns truthy
     {"all": [spec, ...]} / {"any": [spec, ...]}
 
+Scope: ``validate`` runs only while the task tab (the tab the episode started in) is on
+one of the task's pages, the URL prefixes in ``scope`` (by default the folder of a bundled
+site, ``http://vagen.test/acme/``, or the origin the task started on); on any other page the
+step scores 0 with the reason in ``info``, so a page elsewhere that happens to satisfy the
+validator is never credited.
+
 Local sites: pages under ``envs/web/sites/<site>/`` are served at
 ``http://vagen.test/<site>/...`` by the env itself (Playwright request routing, no server
 and no port; ``.test`` never resolves, RFC 2606), so bundled tasks need no network. Extra
@@ -42,6 +48,7 @@ import importlib
 import json
 import random
 import re
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +77,10 @@ class WebTask:
     #: Hosts (``host`` or ``host:port``) the agent may ``goto`` and the page may load from,
     #: besides the local sites.
     allow_hosts: ClassVar[tuple[str, ...]] = ()
+    #: URL prefixes of the task's own pages: ``validate`` only runs while the task tab is on
+    #: one of them (elsewhere the step scores 0, "outside this task's pages"). Empty: the
+    #: folder or origin of the page ``setup`` left the tab on (:func:`default_scope`).
+    scope: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
@@ -144,6 +155,27 @@ def list_web_tasks() -> dict[str, str]:
 
 def _load_bundled() -> None:
     from . import acme  # noqa: F401 - registers the bundled tasks
+
+
+# -- where a task is scored ---------------------------------------------------------------------
+
+def default_scope(url: str) -> str:
+    """The URL prefix of a task that started at ``url``: a bundled site's folder
+    (``http://vagen.test/acme/``: the sites share the host), otherwise the origin
+    (``https://app.example:8443/``); for ``file://`` the file's folder; anything else
+    (``about:blank``) itself."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme in ("http", "https") and u.netloc:
+        first = u.path.lstrip("/").split("/", 1)
+        folder = f"{first[0]}/" if (u.hostname or "").lower() == SITE_HOST and len(first) == 2 else ""
+        return f"{u.scheme}://{u.netloc.lower()}/{folder}"
+    if u.scheme == "file":
+        return url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
+    return url
+
+
+def in_scope(url: str, scope: tuple[str, ...]) -> bool:
+    return any(url == p or (p.endswith("/") and url.startswith(p)) for p in scope)
 
 
 # -- outcomes and declarative validators ---------------------------------------------------
@@ -269,4 +301,4 @@ def describe_spec(spec: Any) -> str:
 
 
 __all__ = ["SITE_HOST", "SITES_DIR", "UrlTask", "WEB_TASKS", "WebTask", "WebTaskError", "compile_validator",
-           "describe_spec", "list_web_tasks", "normalize_outcome", "register_web_task", "site_url", "web_task"]
+           "default_scope", "describe_spec", "in_scope", "list_web_tasks", "normalize_outcome", "register_web_task", "site_url", "web_task"]

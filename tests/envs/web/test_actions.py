@@ -365,7 +365,7 @@ REJECTED: list[tuple[object, str]] = [
     ('click("a"', "line 1: not a valid call"),
     ("click('a')\nclick('b'", "line 2: not a valid call"),
     ("click('a') click('b')", "not a valid call"),
-    ("click('a\x00')", "not a valid call"),
+    ("click('a\x00')", "contains a null character (\\x00)"),
     ("(" * 300 + ")" * 300, "not a valid call"),
     ("```python\nclick(x)\n```", "line 1: click(): a name `x`"),
     ('click("a")\nclick(x)', "line 2, call 2: click(): a name `x`"),

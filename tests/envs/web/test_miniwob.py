@@ -93,7 +93,7 @@ def test_hostile_and_fuzzed_actions_never_escape_the_grammar(env, tmp_path):
     for bad, needle in ((f"__import__('os').system('touch {tmp_path}/x')", "Invalid action"),
                         ("page.goto('https://example.com')", "Invalid action"),
                         ("goto('file:///etc/passwd')", "refused"), ("goto('https://example.com')", "refused"),
-                        ("click('does-not-exist')", "click failed")):
+                        ("click('does-not-exist')", 'click("does-not-exist") failed: there is no element "does-not-exist"')):
         obs, r, done, trunc, info = e.step(bad)
         assert needle in obs["text"], (bad, obs["text"][:300])
         assert "example.com" not in e._snap["url"] and not e._snap["url"].startswith("file:///etc")
