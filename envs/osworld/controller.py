@@ -154,6 +154,7 @@ class VMController:
         self.retries = max(1, min(retries, MAX_SETUP_RETRIES))
         self.work_dir = Path(work_dir) if work_dir else None
         self.task_id = ""
+        self.refused_reads: list[str] = []  # result paths that were symlinks out of the sandbox's folders
         probe = client.execute('printf "%s\\n%s\\n" "$HOME" "${VAGEN_CDP_PORT:-9222}"', shell=True, timeout=15)
         lines = probe.output.splitlines()
         self.home = lines[0].rstrip("/") if lines and lines[0].startswith("/") else OSWORLD_HOME
@@ -403,13 +404,25 @@ class VMController:
         return r.returncode == 0 and r.output.strip().startswith("{")
 
     def read_file(self, path: str) -> bytes | None:
-        """A file's bytes from the sandbox, or None when it does not exist."""
+        """A file's bytes from the sandbox, or None when it does not exist. A path the agent
+        turned into a symbolic link leading outside the sandbox's folders reads as missing
+        (the agent's doing, scored; noted in ``refused_reads``), not as an evaluation that
+        could not run."""
         try:
             return self.client.download(self.vm_path(path))
         except SandboxRequestError as e:
             if e.status == 404:
                 return None
+            if linked_out(e):
+                self.refused_reads.append(path)
+                return None
             raise
+
+
+def linked_out(e: Exception) -> bool:
+    """The sandbox refused a path because a symbolic link in it leads out of its folders."""
+    body = getattr(e, "body", None)
+    return getattr(e, "status", None) == 403 and isinstance(body, dict) and body.get("reason") == "symlink"
 
 
 def _same_url(a: str, b: str) -> bool:

@@ -9,7 +9,9 @@
 
 :class:`EvalError` is an evaluation that could not run (a getter or metric misconfigured
 by the task, a postconfig step failing): the env reports it as an infrastructure error,
-never as the agent's 0.
+never as the agent's 0. A file the evaluator reads that the agent made a symbolic link out of
+the sandbox's folders is read as missing (scored, noted in the detail), not an evaluation
+that could not run: otherwise an agent could turn any failure into an unscored infra error.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ class EvalResult:
 
 
 def evaluate(task: Task, vm: VMController, last_action: str | None, work_dir: Path) -> EvalResult:
+    result = _evaluate(task, vm, last_action, work_dir)
+    refused = getattr(vm, "refused_reads", [])
+    if refused:  # the agent pointed a file the evaluator reads out of the sandbox: read as missing
+        note = (f"read as missing: {', '.join(refused)} (a symbolic link leading outside the sandbox's "
+                "folders)")
+        result.detail = f"{result.detail}; {note}" if result.detail else note
+    return result
+
+
+def _evaluate(task: Task, vm: VMController, last_action: str | None, work_dir: Path) -> EvalResult:
     from .metrics import METRICS, MetricError
 
     ev = task.evaluator

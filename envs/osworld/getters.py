@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .controller import SetupError, VMController, chrome_profile_dirs
+from .controller import SetupError, VMController, chrome_profile_dirs, linked_out
 
 Getter = Callable[[VMController, dict, Path], Any]
 GETTERS: dict[str, Getter] = {}
@@ -121,8 +121,11 @@ def get_content_from_vm_file(vm: VMController, cfg: dict, work_dir: Path) -> str
 def get_list_directory(vm: VMController, cfg: dict, work_dir: Path) -> dict | None:
     try:
         return vm.client.list_directory(vm.vm_path(cfg["path"]))
-    except Exception as e:  # a missing folder is the agent's outcome, not infra
+    except Exception as e:  # a missing folder (or one linked out of the sandbox) is the agent's outcome
         if getattr(e, "status", None) in (400, 404):
+            return None
+        if linked_out(e):
+            vm.refused_reads.append(cfg["path"])
             return None
         raise
 

@@ -120,11 +120,17 @@ class ControlServer(ThreadingHTTPServer):
             raise HttpError(400, "path must be a non-empty string")
         if "\x00" in raw:
             raise HttpError(400, "path contains a NUL byte")
-        path = Path(os.path.realpath(self.desktop.expand(raw)))
-        for root in self.roots:
-            if path == root or root in path.parents:
-                return path
+        expanded = self.desktop.expand(raw)
+        path = Path(os.path.realpath(expanded))
+        if self._inside(path):
+            return path
+        if self._inside(Path(os.path.normpath(expanded))):  # a symlink inside the roots leads out of them
+            raise HttpError(403, f"path {raw!r} is a symbolic link that leads outside the allowed roots",
+                            reason="symlink")
         raise HttpError(403, f"path {raw!r} is outside the allowed roots ({', '.join(map(str, self.roots))})")
+
+    def _inside(self, path: Path) -> bool:
+        return any(path == root or root in path.parents for root in self.roots)
 
 
 class Handler(BaseHTTPRequestHandler):

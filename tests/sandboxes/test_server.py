@@ -167,6 +167,8 @@ def test_file_routes_are_confined_to_the_roots(server):
         r = httpx.post(srv.url + "/file", headers=auth(), data={"file_path": path})
         assert r.status_code == 403, path
         assert "outside the allowed roots" in r.json()["message"]
+        # A symlink inside the roots is told apart (the evaluator reads it as the agent's doing).
+        assert r.json().get("reason") == ("symlink" if path == "~/link/secret.txt" else None), path
     r = httpx.post(srv.url + "/setup/upload", headers=auth(), data={"file_path": "/tmp/../etc/evil"},
                    files={"file_data": ("f", b"x")})
     assert r.status_code == 403

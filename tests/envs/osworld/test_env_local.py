@@ -127,6 +127,21 @@ def test_setup_and_evaluation_failures_are_infra_errors(pool, tmp_path):
         env.close()
 
 
+def test_a_result_file_linked_out_of_the_sandbox_scores_zero_not_infra(pool):
+    # The evaluator reads ~/hello.txt; the agent makes it a symlink to a file outside the sandbox's
+    # folders. Refused by the server, that read must be the agent's 0, never an unscored infra error.
+    env = OSWorldEnv(pool=pool, task_ids=["os-write-hello"], max_steps=5)
+    try:
+        env.reset(seed=0)
+        target = env.vm.vm_path("/home/user/hello.txt")
+        env.vm.client.execute(["ln", "-sf", "/etc/hostname", target], timeout=10)
+        _, reward, term, _, info = env.step("DONE")
+        assert (reward, term, info["success"]) == (0.0, True, False)
+        assert "read as missing: /home/user/hello.txt (a symbolic link" in info["feedback"]
+    finally:
+        env.close()
+
+
 def test_dead_sandbox_mid_episode_is_an_infra_error(tmp_path):
     own = SandboxPool(make_provider("local"), size=1)
     env = OSWorldEnv(pool=own, task_ids=["os-mkdir-projects"])
