@@ -54,6 +54,7 @@ class ReplayConfig:
     box_scale: float = 1.2
     max_dist: float = 0.04
     strict_text: bool = False
+    text_f1: float = 0.5          # type steps: least word F1 for a match (envs.replay.match)
     rewards: dict[str, float] = field(default_factory=lambda: {"exact": 1.0, "type": 0.5, "wrong": 0.1,
                                                                "unparsed": 0.0})
 
@@ -68,6 +69,8 @@ class ReplayConfig:
             raise ValueError(f"coordinates must be screen or image, got {self.coordinates!r}")
         if not 32 <= self.image_size <= 4096:
             raise ValueError(f"image_size must be in [32, 4096], got {self.image_size}")
+        if not 0.0 < self.text_f1 <= 1.0:
+            raise ValueError(f"text_f1 must be in (0, 1], got {self.text_f1}")
         if set(self.rewards) != {"exact", "type", "wrong", "unparsed"}:
             raise ValueError(f"rewards needs exactly exact, type, wrong, unparsed; got {sorted(self.rewards)}")
 
@@ -89,7 +92,7 @@ class ReplayEnv(VagenEnv):
         self.trajectories: list[ExpertTrajectory] = load_trajectories(c.data, c.complete_only, c.success_only,
                                                                       c.split, c.test_fraction)
         self._by_id = {t.id: t for t in self.trajectories}
-        self.match_cfg = MatchConfig(c.box_scale, c.max_dist, c.strict_text, dict(c.rewards))
+        self.match_cfg = MatchConfig(c.box_scale, c.max_dist, c.strict_text, dict(c.rewards), c.text_f1)
         self.traj: ExpertTrajectory | None = None
         self.t = 0
         self._set_spaces(None)

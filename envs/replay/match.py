@@ -8,8 +8,10 @@ arguments) from OSWorld's ``pyautogui`` code or ``computer_13`` JSON
   expert's target box enlarged by ``box_scale`` (default 1.2, about its centre), or within
   ``max_dist`` (default 0.04) of the expert's point — coordinates normalised by each side's
   own image size, so a model that sees a downscaled screenshot is compared fairly;
-- ``type``: the texts compared case-insensitively after trimming, either containing the
-  other (``strict_text``: equal);
+- ``type``: the texts' words (case-insensitive runs of letters and digits) overlap with an F1 of at least
+  ``text_f1`` (0.5; texts without words: equal after trimming); ``strict_text``: equal. Not
+  containment: a model that types everything it can think of would contain the expert's
+  text and match every type step (a reward hack); its precision, and so its F1, is low;
 - ``key`` (press / hotkey): the same set of keys (case-insensitive, ``ctrl`` = ``control``);
 - ``scroll``: the same direction; ``drag``: both ends as a point is matched;
 - ``wait`` / ``done`` / ``fail``: the kind alone.
@@ -22,6 +24,8 @@ another kind) or ``unparsed``; :class:`MatchConfig` turns a level into the step'
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,6 +53,7 @@ class MatchConfig:
     strict_text: bool = False
     rewards: dict[str, float] = field(default_factory=lambda: {"exact": 1.0, "type": 0.5, "wrong": 0.1,
                                                                "unparsed": 0.0})
+    text_f1: float = 0.5
 
     def reward(self, level: Level) -> float:
         return float(self.rewards[level])
@@ -133,11 +138,15 @@ def point_matches(p: tuple[float, float] | None, p_size: tuple[int, int], expert
     return math.hypot(px - ex, py - ey) <= cfg.max_dist
 
 
-def _text_matches(a: str | None, b: str | None, strict: bool) -> bool:
+def _text_matches(a: str | None, b: str | None, strict: bool, min_f1: float = 0.5) -> bool:
     a, b = (a or "").strip().lower(), (b or "").strip().lower()
     if strict:
         return a == b
-    return bool(a) and bool(b) and (a in b or b in a)
+    wa, wb = re.findall(r"\w+", a), re.findall(r"\w+", b)
+    if not wa or not wb:
+        return bool(a) and a == b
+    common = sum((Counter(wa) & Counter(wb)).values())
+    return common > 0 and 2 * common / (len(wa) + len(wb)) >= min_f1
 
 
 def match_level(pred: StepAction | None, expert: StepAction, *, pred_size: tuple[int, int],
@@ -154,7 +163,7 @@ def match_level(pred: StepAction | None, expert: StepAction, *, pred_size: tuple
     if k in ("click", "double_click", "right_click", "move"):
         ok = point_matches(pred.point, pred_size, expert.point, expert_size, box, cfg)
     elif k == "type":
-        ok = _text_matches(pred.text, expert.text, cfg.strict_text)
+        ok = _text_matches(pred.text, expert.text, cfg.strict_text, cfg.text_f1)
     elif k == "key":
         ok = pred.keys == expert.keys
     elif k == "scroll":

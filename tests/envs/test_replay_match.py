@@ -45,6 +45,13 @@ def test_typing_keys_scroll_drag_and_specials():
     assert level("pyautogui.write('hello')", "pyautogui.write('HELLO WORLD')") == "exact"
     assert level("pyautogui.write('Hello World')", "pyautogui.write('hello')", cfg=MatchConfig(strict_text=True)) == "type"
     assert level("pyautogui.write('bye')", "pyautogui.write('hello')") == "type"
+    # Typing everything at once is not a match (it would contain every expert text): word F1 >= 0.5.
+    spray = "pyautogui.write('hello world report.txt password 42 yes no ok cancel save')"
+    assert level(spray, "pyautogui.write('hello')") == "type"
+    assert level("pyautogui.write('h')", "pyautogui.write('hello')") == "type"        # a fragment is not it
+    assert level("pyautogui.write('Report.txt')", "pyautogui.write('report.txt ')") == "exact"
+    assert level("pyautogui.write('+')", "pyautogui.write('+')") == "exact"           # no words: equal
+    assert level("pyautogui.write('-')", "pyautogui.write('+')") == "type"
     assert level("pyautogui.hotkey('control', 'S')", "pyautogui.hotkey('ctrl', 's')") == "exact"
     assert level("pyautogui.press('return')", "pyautogui.press('enter')") == "exact"
     assert level("pyautogui.hotkey('ctrl', 'c')", "pyautogui.hotkey('ctrl', 's')") == "type"
