@@ -294,7 +294,7 @@ class WebEnv(VagenEnv):
         loc.fill(value, timeout=self.action_timeout_ms)
         got = loc.evaluate("(e) => (e instanceof HTMLInputElement || e instanceof HTMLTextAreaElement)"
                            " ? {value: e.value, type: e.type} : null")
-        if got is None or got["value"] == value.replace("\r\n", "\n"):
+        if got is None or got["value"] == value.replace("\r\n", "\n").replace("\r", "\n"):
             return
         hint = _INPUT_FORMATS.get(got["type"], "")
         raise ValueError(f"the {got['type']} input did not take {value!r}: its value is now {got['value']!r}"
