@@ -286,6 +286,7 @@ class VMController:
             if browser is not None:
                 self.client.launch(browser)
                 self.wait_cdp()
+                self.wait_browser_window()
                 return
             if Path(command[0]).name in ("pkill", "killall"):  # OSWorld launches these; they must finish
                 self.client.execute(self.kill_command(command), timeout=30)
@@ -387,6 +388,18 @@ class VMController:
             if time.monotonic() > deadline:
                 raise SetupError(f"no browser answers on DevTools port {self.cdp_port} after {timeout:.0f} s")
             time.sleep(0.2)
+
+    def wait_browser_window(self, timeout: float = 20.0) -> bool:
+        """After a browser launch: wait until its window is on screen. DevTools answers before
+        the window is mapped; on a loaded machine the screen could settle (still empty) and an
+        agent's first click land on nothing. Best effort: False after ``timeout`` (or where the
+        sandbox cannot list windows), and the episode goes on."""
+        deadline = time.monotonic() + timeout
+        while not any("chrom" in str(w.get("class", "")).lower() for w in self.client.windows()):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def tabs(self) -> list[dict]:
         """Open pages, the most recently active first (DevTools' /json/list order)."""

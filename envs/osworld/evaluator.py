@@ -78,8 +78,14 @@ def _evaluate(task: Task, vm: VMController, last_action: str | None, work_dir: P
             raise EvalError(f"task {task.id}: evaluating {func!r}: {type(e).__name__}: {e}") from e
         parts.append(score)
         if ev.conj == "and" and score == 0.0:
-            return EvalResult(0.0, parts, f"{func} scored 0")
+            return EvalResult(0.0, parts, f"{func} scored 0 (result: {_brief(result)})")
         if ev.conj == "or" and score == 1.0:
             return EvalResult(1.0, parts, f"{func} scored 1")
     total = sum(parts) / len(parts) if ev.conj == "and" else max(parts)
     return EvalResult(total, parts, "")
+
+
+def _brief(value: Any, limit: int = 160) -> str:
+    """What a getter returned, short enough for the episode's detail (why a task scored 0)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
