@@ -242,3 +242,32 @@ def test_reference_postconfig_pyautogui_is_understood():
     post = load_task(p).evaluator.postconfig
     vm.run_steps([s for s in post if s.type == "execute"])
     assert ("input", [{"type": "key", "keys": ["ctrl", "s"]}]) in client.calls
+
+
+def test_paths_linked_out_of_the_sandbox_read_as_missing_and_score_zero(tmp_path):
+    class LinkedOut(FakeClient):  # the server's answer for a symlink that leads out of its roots
+        def download(self, path):
+            raise SandboxRequestError("POST /file -> 403", 403, {"status": "error", "reason": "symlink"})
+
+        def list_directory(self, path):
+            raise SandboxRequestError("POST /list_directory -> 403", 403, {"status": "error", "reason": "symlink"})
+
+    vm = VMController(LinkedOut())
+    t = _task({"func": "check_list", "result": {"type": "list_directory", "path": "/home/user/out"},
+               "expected": {"type": "rule", "rules": {"expected": ["a"]}}})
+    r = evaluate(t, vm, "DONE", tmp_path)
+    assert r.score == 0.0 and "read as missing: /home/user/out (a symbolic link" in r.detail
+    assert "(result: None)" in r.detail
+    vm = VMController(LinkedOut())
+    (tmp_path / "gold.txt").write_text("gold\n")
+    t = _task({"func": "compare_text_file", "result": {"type": "vm_file", "path": "/home/user/a.txt", "dest": "a"},
+               "expected": {"type": "local_file", "path": str(tmp_path / "gold.txt")}})
+    assert evaluate(t, vm, "DONE", tmp_path).detail.endswith("read as missing: /home/user/a.txt (a symbolic link "
+                                                           "leading outside the sandbox's folders)")
+    # Any other refusal (a task path outside the roots) is still an evaluation that could not run.
+    class Outside(FakeClient):
+        def download(self, path):
+            raise SandboxRequestError("POST /file -> 403", 403, {"status": "error"})
+
+    with pytest.raises(SandboxRequestError):
+        evaluate(t, VMController(Outside()), "DONE", tmp_path)
