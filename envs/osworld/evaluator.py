@@ -38,7 +38,7 @@ class EvalResult:
 
 def evaluate(task: Task, vm: VMController, last_action: str | None, work_dir: Path) -> EvalResult:
     result = _evaluate(task, vm, last_action, work_dir)
-    refused = getattr(vm, "refused_reads", [])
+    refused = vm.refused_reads
     if refused:  # the agent pointed a file the evaluator reads out of the sandbox: read as missing
         note = (f"read as missing: {', '.join(refused)} (a symbolic link leading outside the sandbox's "
                 "folders)")
