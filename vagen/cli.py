@@ -203,14 +203,17 @@ def leaderboard_cmd(
 # -- osworld ---------------------------------------------------------------------
 @osworld_app.command("check")
 def osworld_check(
-    tasks: str = typer.Argument(..., help="A folder of OSWorld task JSON files, or a bundled suite (osworld-lite)."),
+    tasks: str = typer.Argument(..., help="An OSWorld task JSON file, a folder of them, or a bundled suite "
+                                          "(osworld-lite)."),
     cache: list[Path] | None = typer.Option(None, "--cache", help="Extra file-cache folders for `download` steps."),
     probe: bool = typer.Option(False, "--probe", help="Try uncached URLs over the network (off by default)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print {reports, summary} as JSON."),
 ) -> None:
-    """Report, per task, what this machine cannot run (uncached downloads, missing apps, unimplemented
-    getters/metrics, unsupported setup steps). Loads every file; never runs a task."""
-    from envs.osworld.check import check_dir, format_report
+    """Report, per task, what it needs that this machine lacks, each item with a kind: needs_network,
+    needs_cache, needs_account (the user can supply these), missing_app, unsupported (ours: setup steps,
+    getters, metrics or evaluator options we cannot run). Loads every file; never runs a task. Exit 1 if
+    a file is invalid."""
+    from envs.osworld.check import check_dir, format_report, summary
     from envs.osworld.controller import FileCache
 
     try:
@@ -218,7 +221,7 @@ def osworld_check(
     except FileNotFoundError as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps([r.as_dict() for r in reports], indent=2))
+        print(json.dumps({"reports": [r.as_dict() for r in reports], "summary": summary(reports)}, indent=2))
     else:
         print(format_report(reports))
     if any(r.status == "invalid" for r in reports):

@@ -11,15 +11,14 @@ Ours, not OSWorld's: ``active_url`` (the active tab's URL as a string).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .controller import SetupError, VMController, chrome_profile_dirs, linked_out
+from .relative_time import RelativeTimeError, resolve_rules
 
 Getter = Callable[[VMController, dict, Path], Any]
 GETTERS: dict[str, Getter] = {}
@@ -29,11 +28,32 @@ class GetterError(RuntimeError):
     """A getter cannot run as configured (task error or an unreachable browser)."""
 
 
-def getter(name: str) -> Callable[[Getter], Getter]:
+def getter(name: str, needs: tuple[str, ...] = (), check: Callable[[dict], None] | None = None
+           ) -> Callable[[Getter], Getter]:
+    """Register a getter; ``needs`` are its required keys and ``check`` validates the rest of its
+    config (both run before the getter, and in ``vagen osworld check`` without a sandbox)."""
     def deco(fn: Getter) -> Getter:
         GETTERS[name] = fn
+        _NEEDS[name] = needs
+        if check is not None:
+            _CHECKS[name] = check
         return fn
     return deco
+
+
+_NEEDS: dict[str, tuple[str, ...]] = {}
+_CHECKS: dict[str, Callable[[dict], None]] = {}
+
+
+def validate_getter(cfg: dict) -> None:
+    """Raise GetterError if the getter ``cfg`` names is ours and ``cfg`` could not run (a missing key,
+    a malformed rule); nothing is fetched."""
+    t = cfg.get("type")
+    missing = [k for k in _NEEDS.get(t, ()) if k not in cfg]
+    if missing:
+        raise GetterError(f"getter {t!r} needs {', '.join(map(repr, missing))}")
+    if t in _CHECKS:
+        _CHECKS[t](cfg)
 
 
 def run_getter(vm: VMController, cfg: dict, work_dir: Path) -> Any:
@@ -41,7 +61,28 @@ def run_getter(vm: VMController, cfg: dict, work_dir: Path) -> Any:
     fn = GETTERS.get(t)
     if fn is None:
         raise GetterError(f"getter {t!r} is not implemented here")
+    validate_getter(cfg)
     return fn(vm, cfg, work_dir)
+
+
+def _check_multi(cfg: dict) -> None:
+    if cfg.get("multi"):
+        paths, dests = cfg["path"], cfg.get("dest")
+        if not (isinstance(paths, list) and isinstance(dests, list) and len(paths) == len(dests)):
+            raise GetterError(f"{cfg['type']} multi needs equal-length 'path' and 'dest' lists")
+        gives = cfg.get("gives", [0])
+        if not (isinstance(gives, list) and gives and all(isinstance(i, int) and 0 <= i < len(paths)
+                                                          for i in gives)):
+            raise GetterError(f"{cfg['type']}: 'gives' must list indices into 'path', got {gives!r:.80}")
+    elif not isinstance(cfg["path"], str):
+        raise GetterError(f"{cfg['type']}: 'path' must be a string (or use multi), got {cfg['path']!r:.80}")
+
+
+def _check_relative_time(cfg: dict) -> None:
+    try:
+        resolve_rules(cfg["rules"])
+    except RelativeTimeError as e:
+        raise GetterError(f"rule_relativeTime: {e}") from e
 
 
 def _dest(work_dir: Path, name: str) -> Path:
@@ -51,13 +92,11 @@ def _dest(work_dir: Path, name: str) -> Path:
 
 
 # -- files ---------------------------------------------------------------------------------------
-@getter("vm_file")
+@getter("vm_file", needs=("path",), check=_check_multi)
 def get_vm_file(vm: VMController, cfg: dict, work_dir: Path) -> str | list[str | None] | None:
     """``{"path", "dest"}`` or ``{"multi": true, "path": [...], "dest": [...], "gives": [i, ...]}``."""
     if cfg.get("multi"):
         paths, dests = cfg["path"], cfg["dest"]
-        if not (isinstance(paths, list) and isinstance(dests, list) and len(paths) == len(dests)):
-            raise GetterError("vm_file multi needs equal-length 'path' and 'dest' lists")
         got = [_fetch(vm, p, _dest(work_dir, d)) for p, d in zip(paths, dests, strict=True)]
         gives = cfg.get("gives", [0])
         return got[gives[0]] if len(gives) == 1 else [got[i] for i in gives]
@@ -72,7 +111,7 @@ def _fetch(vm: VMController, path: str, dest: Path) -> str | None:
     return str(dest)
 
 
-@getter("cloud_file")
+@getter("cloud_file", needs=("path",), check=_check_multi)
 def get_cloud_file(vm: VMController, cfg: dict, work_dir: Path) -> str | list[str]:
     """A reference file by URL, from the file cache (or the network when allowed)."""
     paths = cfg["path"] if cfg.get("multi") else [cfg["path"]]
@@ -92,7 +131,7 @@ def get_cloud_file(vm: VMController, cfg: dict, work_dir: Path) -> str | list[st
     return out[0]
 
 
-@getter("cache_file")
+@getter("cache_file", needs=("path",))
 def get_cache_file(vm: VMController, cfg: dict, work_dir: Path) -> str:
     """A file already in the task's cache (e.g. written by a setup step's ``stdout``)."""
     p = (work_dir / cfg["path"]).resolve()
@@ -106,18 +145,18 @@ def get_cache_file(vm: VMController, cfg: dict, work_dir: Path) -> str:
     return str(p)
 
 
-@getter("local_file")
+@getter("local_file", needs=("path",))
 def get_local_file(vm: VMController, cfg: dict, work_dir: Path) -> str:
     return str(cfg["path"])
 
 
-@getter("content_from_vm_file")
+@getter("content_from_vm_file", needs=("path",))
 def get_content_from_vm_file(vm: VMController, cfg: dict, work_dir: Path) -> str | None:
     data = vm.read_file(cfg["path"])
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-@getter("list_directory")
+@getter("list_directory", needs=("path",))
 def get_list_directory(vm: VMController, cfg: dict, work_dir: Path) -> dict | None:
     try:
         return vm.client.list_directory(vm.vm_path(cfg["path"]))
@@ -131,13 +170,13 @@ def get_list_directory(vm: VMController, cfg: dict, work_dir: Path) -> dict | No
 
 
 # -- commands, terminal, screen ------------------------------------------------------------------
-@getter("vm_command_line")
+@getter("vm_command_line", needs=("command",))
 def get_vm_command_line(vm: VMController, cfg: dict, work_dir: Path) -> str:
     cmd = vm.command(cfg["command"])
     return vm.client.execute(cmd, shell=bool(cfg.get("shell", False)), timeout=float(cfg.get("timeout", 60))).output
 
 
-@getter("vm_command_error")
+@getter("vm_command_error", needs=("command",))
 def get_vm_command_error(vm: VMController, cfg: dict, work_dir: Path) -> str:
     cmd = vm.command(cfg["command"])
     return vm.client.execute(cmd, shell=bool(cfg.get("shell", False)), timeout=float(cfg.get("timeout", 60))).error
@@ -171,68 +210,18 @@ def _subst(vm: VMController, value: Any) -> Any:
     return value
 
 
-@getter("rule")
+@getter("rule", needs=("rules",))
 def get_rule(vm: VMController, cfg: dict, work_dir: Path) -> Any:
     return _subst(vm, cfg["rules"])
 
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
-_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-
-
-def _relative_day(spec: str, today: dt.date) -> dt.date:
-    """OSWorld's relativeTime words: today, yesterday, tomorrow, "N days ago", "next Monday",
-    "first monday four months later", "this month", "next month"."""
-    s = spec.strip().lower()
-    if s in ("today", "this month"):
-        return today
-    if s == "yesterday":
-        return today - dt.timedelta(days=1)
-    if s == "tomorrow":
-        return today + dt.timedelta(days=1)
-    if s == "next month":
-        y, m = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
-        return today.replace(year=y, month=m, day=1)
-    m = re.fullmatch(r"(\d+) days? (ago|later)", s)
-    if m:
-        n = int(m.group(1))
-        return today + dt.timedelta(days=-n if m.group(2) == "ago" else n)
-    m = re.fullmatch(r"next (\w+)", s)
-    if m and m.group(1).capitalize() in _DAYS:
-        wd = _DAYS.index(m.group(1).capitalize())
-        return today + dt.timedelta(days=(wd - today.weekday() - 1) % 7 + 1)
-    raise GetterError(f"rule_relativeTime: unsupported relative time {spec!r}")
-
-
-def _fmt_date(template: str, d: dt.date) -> str:
-    subs = {"{Year}": f"{d.year}", "{Month}": _MONTHS[d.month - 1], "{MonthFull}": _MONTHS[d.month - 1],
-            "{MonthD}": str(d.month), "{Month0D}": f"{d.month:02d}", "{Day}": str(d.day), "{DayD}": str(d.day),
-            "{Day0D}": f"{d.day:02d}", "{DoW}": _DAYS[d.weekday()], "{DayOfWeek}": _DAYS[d.weekday()],
-            "{MonthAbbr}": _MONTHS[d.month - 1][:3], "{DoWAbbr}": _DAYS[d.weekday()][:3]}
-    for k, v in subs.items():
-        template = template.replace(k, v)
-    return template
-
-
-@getter("rule_relativeTime")
+@getter("rule_relativeTime", needs=("rules",), check=_check_relative_time)
 def get_rule_relativeTime(vm: VMController, cfg: dict, work_dir: Path) -> dict:
-    """``rules.relativeTime.from`` (and ``to``) resolved against today's date into ``rules.expected``."""
-    rules = _subst(vm, json.loads(json.dumps(cfg["rules"])))
-    rel = rules.get("relativeTime", {})
-    today = dt.date.today()
-    expected = rules.get("expected")
-    if isinstance(expected, dict):
-        if "from" in expected and "from" in rel:
-            expected["from"] = _fmt_date(expected["from"], _relative_day(rel["from"], today))
-        if "to" in expected and "to" in rel:
-            expected["to"] = _fmt_date(expected["to"], _relative_day(rel["to"], today))
-        for k, v in list(expected.items()):
-            if isinstance(v, str) and k not in ("from", "to") and "from" in rel:
-                expected[k] = _fmt_date(v, _relative_day(rel["from"], today))
-    elif isinstance(expected, str) and "from" in rel:
-        rules["expected"] = _fmt_date(expected, _relative_day(rel["from"], today))
-    return rules
+    """``rules`` with its expected date templates filled for today (grammar: relative_time.py)."""
+    try:
+        return resolve_rules(_subst(vm, cfg["rules"]))
+    except RelativeTimeError as e:
+        raise GetterError(f"rule_relativeTime: {e}") from e
 
 
 # -- Chrome (DevTools inside the sandbox + the profile's files) -----------------------------------

@@ -48,6 +48,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import difflib
+import inspect
 import io
 import json
 import logging
@@ -67,7 +68,7 @@ import yaml
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KNOWN_METRICS", "METRICS", "MetricError", "metric", "similarity"]
+__all__ = ["KNOWN_METRICS", "METRICS", "NOT_STATIC", "MetricError", "metric", "similarity", "validate_metric"]
 
 
 class MetricError(ValueError):
@@ -116,8 +117,16 @@ Metric = Callable[..., float]
 METRICS: dict[str, Metric] = {}
 
 
-def metric(name: str) -> Callable[[Metric], Metric]:
-    """Register the decorated function in ``METRICS`` under OSWorld metric ``name``."""
+_OPTION_CHECKS: dict[str, Callable[[Mapping[str, Any], bool], None]] = {}
+
+
+def metric(name: str, check: Callable[[Mapping[str, Any], bool], None] | None = None
+           ) -> Callable[[Metric], Metric]:
+    """Register the decorated function in ``METRICS`` under OSWorld metric ``name``.
+
+    ``check(options, has_expected)`` raises MetricError for options the metric cannot run with,
+    for options that are not looked at until the expected file is open (``validate_metric``).
+    """
     if name not in KNOWN_METRICS:
         raise ValueError(f"{name!r} is not an OSWorld metric name")
     if name in METRICS:
@@ -125,9 +134,41 @@ def metric(name: str) -> Callable[[Metric], Metric]:
 
     def register(fn: Metric) -> Metric:
         METRICS[name] = fn
+        if check is not None:
+            _OPTION_CHECKS[name] = check
         return fn
 
     return register
+
+
+#: ``validate_metric``'s ``expected`` when the expected value is a file only known at evaluation.
+NOT_STATIC = object()
+
+
+def validate_metric(name: str, options: Mapping[str, Any], has_expected: bool, expected: Any = NOT_STATIC) -> None:
+    """Raise MetricError if metric ``name`` would fail on these options before scoring anything.
+
+    Checks that the options are arguments the metric takes, runs the metric's own option check,
+    and, when ``expected`` is known without a sandbox (a ``rule`` getter's rules, or no expected
+    at all), calls the metric on a missing result: metrics check their options first, so a
+    malformed task raises here while a well-formed one scores the missing result 0.
+    """
+    fn = METRICS[name]
+    args: list[Any] = [None] + ([None] if has_expected else [])
+    try:
+        inspect.signature(fn).bind(*args, **options)
+    except TypeError as e:
+        raise MetricError(f"{name}: options {sorted(options)} do not fit the metric: {e}") from None
+    if name in _OPTION_CHECKS:
+        _OPTION_CHECKS[name](options, has_expected)
+    if expected is NOT_STATIC:
+        return
+    try:
+        fn(None, expected, **options) if has_expected else fn(None, **options)
+    except MetricError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a metric must score a missing result 0, never raise
+        raise MetricError(f"{name} raised {type(e).__name__} on a missing result: {e}") from e
 
 
 # --------------------------------------------------------------------------------------------------
@@ -490,11 +531,36 @@ def check_list(result: Any, rules: Any) -> float:
 
 
 @metric("compare_config")
-def compare_config(result: Any, rules: Any) -> float:
-    """1 if the result file's full text equals ``rules["expected"]``."""
+def compare_config(result: Any, rules: Any, containment_ok: bool = True) -> float:
+    """Whether the result file holds ``rules["expected"]`` (OSWorld's current compare_config).
+
+    ``containment_ok`` (default True): when both texts are JSON, every key of the expected object
+    must be in the result with a value that holds it in turn (lists and scalars equal); otherwise
+    the expected text (stripped) must occur in the file. With ``containment_ok: false``: the texts
+    are equal, or equal as JSON. An empty expected text scores 0.
+    """
     expected = _rules(rules, "compare_config", "expected")["expected"]
+    if not isinstance(expected, str):
+        raise MetricError(f"compare_config: expected must be a string, got {expected!r:.80}")
     text = _read_result_text(result)
-    return 0.0 if text is None else float(text == expected)
+    if text is None or not expected:
+        return 0.0
+    try:
+        got, want = json.loads(text), json.loads(expected)
+    except json.JSONDecodeError:
+        got = want = None
+        as_json = False
+    else:
+        as_json = True
+    if containment_ok:
+        return float(_json_subset(want, got) if as_json else expected.strip() in text)
+    return float(text == expected or (as_json and got == want))
+
+
+def _json_subset(want: Any, got: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(k in got and _json_subset(v, got[k]) for k, v in want.items())
+    return want == got
 
 
 @metric("compare_answer")
@@ -1310,7 +1376,7 @@ def _open_book(path: Any) -> _Book | None:
         return None
 
 
-@metric("compare_table")
+@metric("compare_table", check=lambda options, has_expected: _check_table_rules(options.get("rules"), has_expected))
 def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
     """1 if every rule in ``options["rules"]`` holds, checked in order (OSWorld's compare_table).
 

@@ -4,14 +4,20 @@ A task is OSWorld's JSON (Xie et al., 2024, ``evaluation_examples/examples/<doma
 
     {"id", "snapshot", "instruction", "source", "config": [{"type", "parameters"}, ...],
      "related_apps", "evaluator": {"func", "conj"?, "result"?, "expected"?, "options"?, "postconfig"?},
-     "trajectory"?, "proxy"?, "fixed_ip"?, "possibility_of_env_change"?}
+     "trajectory"?, "proxy"?, "fixed_ip"?, "possibility_of_env_change"?, "hint"?, "env_may_change"?}
 
 ``func`` is a name or a list of names; with a list, ``result``/``expected``/``options`` are
 lists of the same length and ``conj`` ("and" default, or "or") combines the scores.
 Setup-step types, getter types and metric names are checked against OSWorld's whole
 vocabulary: a name OSWorld does not have is an error naming the task, the field and the
 value (a typo); a name OSWorld has but we do not implement loads fine and is reported by
-:func:`runnability` (``vagen osworld check``).
+:func:`envs.osworld.check.check_task` (``vagen osworld check``).
+
+Every field of the published format loads with its type checked (a wrong type is an error
+naming the field). ``hint`` (a note some tasks carry, e.g. "The input is case sensitive.") is
+kept but, as in OSWorld's runner, not shown to the agent. Fields the format does not have are
+kept, unchecked, in ``Task.extra`` (``Evaluator.extra`` inside ``evaluator``), so a task set
+newer than this code still loads and round-trips.
 
 Our extension, ignored by OSWorld: an optional ``"vagen"`` object (``state``: ground truth for
 the world-modeling reward; ``oracle`` lives in a ``<id>.oracle.json`` file beside the task).
@@ -61,8 +67,9 @@ REQUIRED_PARAMS: dict[str, tuple[str, ...]] = {
 }
 TOP_LEVEL_KEYS = frozenset({
     "id", "snapshot", "instruction", "source", "config", "trajectory", "related_apps", "evaluator", "proxy",
-    "fixed_ip", "possibility_of_env_change", "vagen", "human_annotation",
+    "fixed_ip", "possibility_of_env_change", "hint", "env_may_change", "vagen", "human_annotation",
 })
+EVALUATOR_KEYS = frozenset({"func", "conj", "result", "expected", "options", "postconfig"})
 
 
 class TaskFormatError(ValueError):
@@ -94,6 +101,7 @@ class Evaluator:
     expected: tuple[Getter | None, ...] = ()
     options: tuple[dict[str, Any], ...] = ()
     postconfig: tuple[SetupStep, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def infeasible(self) -> bool:
@@ -107,15 +115,19 @@ class Task:
     config: tuple[SetupStep, ...]
     evaluator: Evaluator
     snapshot: str = ""
-    source: str = ""
+    source: str | tuple[str, ...] = ""
     related_apps: tuple[str, ...] = ()
     trajectory: str = ""
     proxy: bool = False
     fixed_ip: bool = False
     possibility_of_env_change: str = "low"
+    hint: str = ""
+    env_may_change: bool = False
     domain: str = ""
     path: str | None = None
     vagen: dict[str, Any] = field(default_factory=dict)
+    human_annotation: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def feasible(self) -> bool:
@@ -238,7 +250,8 @@ def _evaluator(tid: str, raw: Any) -> Evaluator:
     if not isinstance(post, list):
         raise _err(tid, "evaluator.postconfig", "must be a list of setup steps")
     postconfig = tuple(_setup_step(tid, f"evaluator.postconfig[{i}]", s) for i, s in enumerate(post))
-    return Evaluator(funcs, conj, results, expected, tuple(opts), postconfig)
+    extra = {k: v for k, v in raw.items() if k not in EVALUATOR_KEYS}
+    return Evaluator(funcs, conj, results, expected, tuple(opts), postconfig, extra)
 
 
 def parse_task(raw: Any, path: str | None = None, domain: str = "") -> Task:
@@ -248,9 +261,6 @@ def parse_task(raw: Any, path: str | None = None, domain: str = "") -> Task:
     tid = raw.get("id")
     if not isinstance(tid, str) or not tid:
         raise TaskFormatError(f"{path or 'task'}: 'id' must be a non-empty string, got {tid!r}")
-    unknown = set(raw) - TOP_LEVEL_KEYS
-    if unknown:
-        raise _err(tid, ", ".join(sorted(unknown)), "unknown top-level field(s)")
     instruction = raw.get("instruction")
     if not isinstance(instruction, str) or not instruction.strip():
         raise _err(tid, "instruction", f"must be a non-empty string, got {instruction!r:.80}")
@@ -261,21 +271,31 @@ def parse_task(raw: Any, path: str | None = None, domain: str = "") -> Task:
     apps = raw.get("related_apps", [])
     if not isinstance(apps, list) or not all(isinstance(a, str) for a in apps):
         raise _err(tid, "related_apps", f"must be a list of strings, got {apps!r:.80}")
-    for key in ("proxy", "fixed_ip"):
+    for key in ("proxy", "fixed_ip", "env_may_change"):
         if not isinstance(raw.get(key, False), bool):
             raise _err(tid, key, f"must be true or false, got {raw[key]!r}")
+    for key in ("snapshot", "trajectory", "hint"):
+        if not isinstance(raw.get(key, ""), str):
+            raise _err(tid, key, f"must be a string, got {raw[key]!r:.80}")
+    source = raw.get("source", "")
+    if isinstance(source, list) and all(isinstance(x, str) for x in source):
+        source = tuple(source)
+    elif not isinstance(source, str):
+        raise _err(tid, "source", f"must be a string or a list of strings, got {source!r:.80}")
     change = raw.get("possibility_of_env_change", "low")
     if change not in ("low", "medium", "high"):
         raise _err(tid, "possibility_of_env_change", f"must be low|medium|high, got {change!r}")
-    extra = raw.get("vagen", {})
-    if not isinstance(extra, dict):
+    ours = raw.get("vagen", {})
+    if not isinstance(ours, dict):
         raise _err(tid, "vagen", "must be an object")
     snapshot = raw.get("snapshot", "")
     return Task(id=tid, instruction=instruction, config=steps, evaluator=_evaluator(tid, raw.get("evaluator")),
-                snapshot=snapshot if isinstance(snapshot, str) else "", source=str(raw.get("source", "")),
-                related_apps=tuple(apps), trajectory=str(raw.get("trajectory", "")), proxy=raw.get("proxy", False),
-                fixed_ip=raw.get("fixed_ip", False), possibility_of_env_change=change,
-                domain=domain or (snapshot if isinstance(snapshot, str) else ""), path=path, vagen=dict(extra))
+                snapshot=snapshot, source=source, related_apps=tuple(apps), trajectory=raw.get("trajectory", ""),
+                proxy=raw.get("proxy", False), fixed_ip=raw.get("fixed_ip", False), possibility_of_env_change=change,
+                hint=raw.get("hint", ""), env_may_change=raw.get("env_may_change", False),
+                domain=domain or snapshot, path=path, vagen=dict(ours),
+                human_annotation=raw.get("human_annotation"),
+                extra={k: v for k, v in raw.items() if k not in TOP_LEVEL_KEYS})
 
 
 def load_task(path: str | Path, domain: str = "") -> Task:

@@ -229,6 +229,26 @@ def test_relative_time_rule(tmp_path):
     assert evaluate(t, vm, "DONE", tmp_path).score == 1.0
 
 
+def test_getter_configs_are_checked_before_the_getter_runs(tmp_path):
+    from envs.osworld.getters import GetterError, run_getter
+
+    client = FakeClient()
+    vm = VMController(client)
+    before = list(client.calls)
+    with pytest.raises(GetterError, match="getter 'vm_file' needs 'path'"):
+        run_getter(vm, {"type": "vm_file", "dest": "a.txt"}, tmp_path)
+    with pytest.raises(GetterError, match="'gives' must list indices"):
+        run_getter(vm, {"type": "vm_file", "multi": True, "path": ["/a"], "dest": ["a"], "gives": [3]}, tmp_path)
+    with pytest.raises(GetterError, match="'next blue moon' is not a phrase"):
+        run_getter(vm, {"type": "rule_relativeTime", "rules": {"relativeTime": {"from": "next blue moon"},
+                                                               "expected": {"time": "{Year}"}}}, tmp_path)
+    assert client.calls == before  # nothing reached the sandbox
+    t = _task({"func": "exact_match", "result": {"type": "vm_command_line"},
+               "expected": {"type": "rule", "rules": {"expected": "x"}}})
+    with pytest.raises(EvalError, match="needs 'command'"):
+        evaluate(t, vm, "DONE", tmp_path)
+
+
 def test_reference_postconfig_pyautogui_is_understood():
     """OSWorld's Calc postconfig saves with `python -c "import pyautogui; pyautogui.hotkey(...)"`."""
     ref = Path(__file__).resolve().parents[4] / "shared" / "osworld_reference"

@@ -343,6 +343,34 @@ def test_compare_config(tmp_path: Path):
     assert METRICS["compare_config"](path, {"expected": "key=1\n"}) == 1.0
     assert METRICS["compare_config"](path, {"expected": "key=2\n"}) == 0.0
     assert METRICS["compare_config"](None, {"expected": ""}) == 0.0
+    assert METRICS["compare_config"](path, {"expected": ""}) == 0.0
+    # OSWorld's default (containment_ok): the expected text occurs in the file...
+    assert METRICS["compare_config"](_write(tmp_path, "name", "my project\n"), {"expected": "project"}) == 1.0
+    # ...or, as JSON, its keys are in the file's object with equal values
+    settings = _write(tmp_path, "settings.json", '{"workbench.colorTheme": "Visual Studio Dark", "a": {"b": 1, "c": 2}}')
+    cfg = METRICS["compare_config"]
+    assert cfg(settings, {"expected": '{"workbench.colorTheme": "Visual Studio Dark"}\n'}) == 1.0
+    assert cfg(settings, {"expected": '{"a": {"b": 1}}'}) == 1.0
+    assert cfg(settings, {"expected": '{"a": {"b": 2}}'}) == 0.0
+    assert cfg(settings, {"expected": '{"workbench.colorTheme": "Light"}'}) == 0.0
+    # strict: equal text, or equal JSON
+    assert cfg(settings, {"expected": '{"a": {"b": 1}}'}, containment_ok=False) == 0.0
+    assert cfg(settings, {"expected": '{"a": {"c": 2, "b": 1}, "workbench.colorTheme": "Visual Studio Dark"}'},
+               containment_ok=False) == 1.0
+    assert cfg(_write(tmp_path, "name2", "my project\n"), {"expected": "project"}, containment_ok=False) == 0.0
+
+
+def test_validate_metric_reports_what_would_raise():
+    from envs.osworld.metrics import NOT_STATIC, validate_metric
+
+    validate_metric("compare_config", {"containment_ok": True}, True, {"expected": "x"})
+    with pytest.raises(MetricError, match=r"options \['strict'\] do not fit"):
+        validate_metric("compare_config", {"strict": True}, True, {"expected": "x"})
+    with pytest.raises(MetricError, match="rules must be an object"):  # the metric's own check, on a missing result
+        validate_metric("exact_match", {}, True, "not rules")
+    with pytest.raises(MetricError, match="pivot_table"):  # checked without the expected workbook
+        validate_metric("compare_table", {"rules": [{"type": "pivot_table"}]}, True, NOT_STATIC)
+    validate_metric("compare_csv", {"strict": False}, True, NOT_STATIC)  # a gold file: options only
 
 
 # ----------------------------------------------------------------------------------------------------
