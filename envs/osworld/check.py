@@ -29,8 +29,9 @@ from pathlib import Path
 
 from .controller import BROWSERS, FileCache
 from .getters import GETTERS, GetterError, validate_getter
+from .metrics import METRICS, NOT_STATIC, MetricError, validate_metric
 from .relative_time import RelativeTimeError, resolve_rules
-from .tasks import SUPPORTED_SETUP_TYPES, Getter, SetupStep, Task, TaskFormatError, load_task
+from .tasks import SUPPORTED_SETUP_TYPES, Getter, SetupStep, Task, TaskFormatError, load_task, suite_dir
 
 KINDS = ("needs_network", "needs_cache", "needs_account", "missing_app", "unsupported")
 #: Kinds a user can supply (internet, a filled cache, credentials); the rest are ours to provide.
@@ -172,8 +173,6 @@ def _step_items(step: SetupStep, where: str, cache: FileCache, task_id: str, pro
 
 def _static_expected(g: Getter | None) -> object:
     """The expected value when it is known without a sandbox (rules), else ``NOT_STATIC``."""
-    from .metrics import NOT_STATIC
-
     if g is not None and g.type == "rule":
         return g.params.get("rules")
     if g is not None and g.type == "rule_relativeTime":
@@ -208,8 +207,6 @@ def _getter_items(g: Getter, where: str, cache: FileCache, task_id: str, r: Task
 
 def check_task(task: Task, cache: FileCache, probe: bool = False) -> TaskReport:
     """What ``task`` needs that this machine (with ``cache``) lacks."""
-    from .metrics import METRICS, NOT_STATIC, MetricError, validate_metric
-
     r = TaskReport(task.id, task.domain, task.path or "")
     if task.proxy:
         r.add("needs_network", "proxy: true (the task expects OSWorld's internet proxy)")
@@ -252,8 +249,6 @@ def _task_files(base: Path) -> list[Path]:
 
 def check_dir(root: str | Path, cache: FileCache | None = None, probe: bool = False) -> list[TaskReport]:
     """Reports for ``root``: one task file, every task file below a folder, or a bundled suite."""
-    from .tasks import suite_dir
-
     path = Path(root)
     if path.is_file():
         base, files = path.parent, [path]

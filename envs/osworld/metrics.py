@@ -546,12 +546,10 @@ def compare_config(result: Any, rules: Any, containment_ok: bool = True) -> floa
     if text is None or not expected:
         return 0.0
     try:
-        got, want = json.loads(text), json.loads(expected)
+        got, want, as_json = json.loads(text), json.loads(expected), True
     except json.JSONDecodeError:
         got = want = None
         as_json = False
-    else:
-        as_json = True
     if containment_ok:
         return float(_json_subset(want, got) if as_json else expected.strip() in text)
     return float(text == expected or (as_json and got == want))
